@@ -1,0 +1,52 @@
+package delayqueue_test
+
+import (
+	"encoding/binary"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/purgatory-go/purgatory/delayqueue"
+)
+
+// FuzzOrder offers items with random expirations and polls at random times,
+// checking against a sorted slice: every poll returns exactly the earliest due
+// item, ties in offer order.
+func FuzzOrder(f *testing.F) {
+	f.Add([]byte{1, 5, 0, 3, 3, 255, 2, 9})
+	f.Add([]byte{7, 7, 7, 7, 128, 0, 1, 2})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		type it struct {
+			exp time.Duration
+			seq int
+		}
+		q := delayqueue.New[int]()
+		var model []it
+		now := time.Duration(0)
+		for i := 0; i+1 < len(data); i += 2 {
+			v := int(binary.LittleEndian.Uint16(data[i:]))
+			if v&1 == 0 { // offer
+				exp := time.Duration(v >> 1 % 64)
+				q.Offer(i, exp)
+				model = append(model, it{exp, i})
+				slices.SortStableFunc(model, func(a, b it) int { return int(a.exp - b.exp) })
+				continue
+			}
+			now += time.Duration(v >> 1 % 8) // poll after time moves on
+			got, ok := q.Poll(now)
+			want := len(model) > 0 && model[0].exp <= now
+			if ok != want {
+				t.Fatalf("Poll(%v) ok=%v, model says %v (%v)", now, ok, want, model)
+			}
+			if ok {
+				if got != model[0].seq {
+					t.Fatalf("Poll(%v) = %d, want %d", now, got, model[0].seq)
+				}
+				model = model[1:]
+			}
+			if q.Len() != len(model) {
+				t.Fatalf("Len %d, want %d", q.Len(), len(model))
+			}
+		}
+	})
+}

@@ -1,0 +1,118 @@
+package timingwheel_test
+
+import (
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/purgatory-go/purgatory/timingwheel"
+)
+
+const parked = 1_000_000
+
+func noop() {}
+
+// stdlib adapts time.AfterFunc to the same shape as the wheel, the reference
+// every number here is a ratio to.
+type stdlib struct{}
+
+func (stdlib) AfterFunc(d time.Duration, f func()) interface{ Stop() bool } {
+	return time.AfterFunc(d, f)
+}
+
+type wheel struct{ *timingwheel.TimingWheel }
+
+func (w wheel) AfterFunc(d time.Duration, f func()) interface{ Stop() bool } {
+	return w.TimingWheel.AfterFunc(d, f)
+}
+
+type scheduler interface {
+	AfterFunc(d time.Duration, f func()) interface{ Stop() bool }
+}
+
+func systems(b *testing.B, run func(b *testing.B, s scheduler)) {
+	b.Run("system=wheel", func(b *testing.B) {
+		tw, err := timingwheel.New()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := tw.Start(); err != nil {
+			b.Fatal(err)
+		}
+		defer tw.Stop()
+		run(b, wheel{tw})
+	})
+	b.Run("system=stdlib", func(b *testing.B) { run(b, stdlib{}) })
+}
+
+// BenchmarkAfterFuncStop is workload W2 of DESIGN.md in miniature: with a
+// million timers parked at 30 minutes, each op schedules a timer at 30 seconds
+// and stops it, as a request handler does with its timeout.
+func BenchmarkAfterFuncStop(b *testing.B) {
+	systems(b, func(b *testing.B, s scheduler) {
+		defer park(s)()
+		b.ReportAllocs()
+		for b.Loop() {
+			s.AfterFunc(30*time.Second, noop).Stop()
+		}
+	})
+}
+
+// BenchmarkAfterFuncStopParallel is W2p: the same pairs from GOMAXPROCS
+// goroutines at once.
+func BenchmarkAfterFuncStopParallel(b *testing.B) {
+	systems(b, func(b *testing.B, s scheduler) {
+		defer park(s)()
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				s.AfterFunc(30*time.Second, noop).Stop()
+			}
+		})
+	})
+}
+
+// park schedules a million timers at 30 minutes and returns a function that
+// stops them.
+func park(s scheduler) (unpark func()) {
+	timers := make([]interface{ Stop() bool }, parked)
+	for i := range timers {
+		timers[i] = s.AfterFunc(30*time.Minute, noop)
+	}
+	return func() {
+		for _, t := range timers {
+			t.Stop()
+		}
+	}
+}
+
+// BenchmarkParkedHeap reports the live heap each parked timer costs
+// (heap-B/timer), parking a million timers at 30 minutes per op.
+func BenchmarkParkedHeap(b *testing.B) {
+	systems(b, func(b *testing.B, s scheduler) {
+		var perTimer float64
+		timers := make([]interface{ Stop() bool }, parked)
+		for b.Loop() {
+			before := liveHeap()
+			for i := range timers {
+				timers[i] = s.AfterFunc(30*time.Minute, noop)
+			}
+			after := liveHeap()
+			perTimer = float64(after-before) / parked
+			for _, t := range timers {
+				t.Stop()
+			}
+			clear(timers)
+		}
+		b.ReportMetric(perTimer, "heap-B/timer")
+	})
+}
+
+// liveHeap returns the bytes of live heap objects after a full collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}

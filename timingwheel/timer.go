@@ -1,0 +1,86 @@
+package timingwheel
+
+import "time"
+
+// Timer is a callback scheduled on a TimingWheel, returned by AfterFunc and
+// ScheduleFunc. Its methods are safe for concurrent use, from any goroutine and
+// from inside callbacks. A nil or zero Timer is never pending: Stop and Reset on
+// it return false and do nothing.
+//
+// A Timer is one allocation of 64 bytes; it is its own entry in the wheel's
+// bucket list, so stopping it unlinks it at once in O(1), with nothing left to
+// be swept later.
+type Timer struct {
+	e       entry // e.Value is the Timer itself; e.Expiration is ns since the wheel's start
+	tw      *TimingWheel
+	f       func()
+	stopped bool // set by Stop, cleared by Reset: ends a recurring schedule; guarded by tw.mu
+}
+
+// AfterFunc schedules f to run in the wheel's executor once d has elapsed, and
+// returns a Timer that can stop or reset it. f never runs before d has elapsed
+// on the monotonic clock from the call, and usually runs within about one tick
+// after that. A d of zero or less runs f as soon as the driver gets to it, never
+// on the calling goroutine. After the wheel is stopped the returned Timer never
+// runs and is counted in [Stats].Rejected. A nil f is a misuse and panics.
+func (tw *TimingWheel) AfterFunc(d time.Duration, f func()) *Timer {
+	if f == nil {
+		panic("timingwheel: AfterFunc called with a nil func")
+	}
+	t := &Timer{tw: tw, f: f}
+	t.e.Value = t
+	t.e.Expiration = tw.expiration(d)
+	tw.mu.Lock()
+	if tw.state == stopped {
+		tw.mu.Unlock()
+		tw.rejected.Add(1)
+		return t
+	}
+	tw.w.schedule(&t.e)
+	tw.mu.Unlock()
+	return t
+}
+
+// Stop prevents the Timer from firing. It returns true if the call stops the
+// timer, false if the timer has already fired (or been handed to the executor),
+// been stopped, or was never scheduled. Stop does not wait for a callback that
+// has already started. On a recurring timer, Stop also ends the schedule, even
+// while a run is in progress.
+func (t *Timer) Stop() bool {
+	if t == nil || t.tw == nil {
+		return false
+	}
+	tw := t.tw
+	tw.mu.Lock()
+	t.stopped = true
+	ok := t.e.Remove()
+	tw.mu.Unlock()
+	return ok
+}
+
+// Reset re-arms the Timer to fire once d has elapsed from the call, as AfterFunc
+// would; a Timer that has fired or been stopped is scheduled again. It returns
+// true if the timer was pending, false if it had fired or been stopped. After
+// the wheel is stopped, Reset does nothing and returns false.
+//
+// As with time.Timer, if the previous run's callback was already handed to the
+// executor, that run still happens: Reset does not wait for it or cancel it.
+// On a recurring timer, Reset moves the next run, and the schedule continues
+// from that run.
+func (t *Timer) Reset(d time.Duration) bool {
+	if t == nil || t.tw == nil {
+		return false
+	}
+	tw := t.tw
+	exp := tw.expiration(d)
+	tw.mu.Lock()
+	defer tw.mu.Unlock()
+	if tw.state == stopped {
+		return false
+	}
+	pending := t.e.Bucket() != nil
+	t.stopped = false
+	t.e.Expiration = exp
+	tw.w.schedule(&t.e) // moves it out of its old bucket first
+	return pending
+}
