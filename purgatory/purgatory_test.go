@@ -1,0 +1,471 @@
+package purgatory_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/purgatory-go/purgatory/purgatory"
+	"github.com/purgatory-go/purgatory/timingwheel"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// testOp is Kafka's MockDelayedOperation: completable once told so, and it
+// counts its callbacks.
+type testOp struct {
+	purgatory.Op
+	completable atomic.Bool
+	tries       atomic.Int32
+	completed   atomic.Int32
+	expired     atomic.Int32
+	outcome     purgatory.Outcome // recorded by OnComplete
+	onTry       func()            // optional hook inside TryComplete
+}
+
+func newOp(timeout time.Duration) *testOp {
+	return &testOp{Op: purgatory.Op{Timeout: timeout}}
+}
+
+func (o *testOp) TryComplete() bool {
+	o.tries.Add(1)
+	if o.onTry != nil {
+		o.onTry()
+	}
+	return o.completable.Load()
+}
+
+func (o *testOp) OnComplete() {
+	o.completed.Add(1)
+	o.outcome = o.Outcome()
+}
+
+func (o *testOp) OnExpiration() { o.expired.Add(1) }
+
+func newPurgatory(t *testing.T, opts ...purgatory.Option) *purgatory.Purgatory[string] {
+	t.Helper()
+	p, err := purgatory.New[string]("test", opts...)
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	return p
+}
+
+// sharedWheel returns a started wheel for WithTimingWheel, stopped at the end.
+func sharedWheel(t *testing.T) *timingwheel.TimingWheel {
+	t.Helper()
+	tw, err := timingwheel.New()
+	require.NoError(t, err)
+	require.NoError(t, tw.Start())
+	t.Cleanup(func() { tw.Stop() })
+	return tw
+}
+
+// Kafka's testDelayedOperationLock: with a Locker set, TryComplete runs with
+// that lock held, in TryCompleteElseWatch and in CheckAndComplete. (The Op's own
+// mutex is private; TestNoConcurrentTryComplete shows it excludes.)
+func TestTryCompleteRunsUnderSharedLock(t *testing.T) {
+	p := newPurgatory(t)
+	var lock sync.Mutex
+	op := newOp(time.Hour)
+	op.Locker = &lock
+	op.onTry = func() { assert.False(t, lock.TryLock(), "the shared lock is held during TryComplete") }
+	require.False(t, p.TryCompleteElseWatch(op, "k"))
+	require.EqualValues(t, 2, op.tries.Load(), "tried before and after watching")
+	op.completable.Store(true)
+	require.Equal(t, 1, p.CheckAndComplete("k"))
+	require.EqualValues(t, 3, op.tries.Load())
+	require.True(t, lock.TryLock(), "the lock is released afterwards")
+	lock.Unlock()
+}
+
+// TryComplete is never entered twice at once for one operation.
+func TestNoConcurrentTryComplete(t *testing.T) {
+	p := newPurgatory(t)
+	op := newOp(time.Hour)
+	var inside atomic.Int32
+	op.onTry = func() {
+		assert.EqualValues(t, 1, inside.Add(1), "two TryComplete calls overlapped")
+		time.Sleep(10 * time.Microsecond)
+		inside.Add(-1)
+	}
+	require.False(t, p.TryCompleteElseWatch(op, "a", "b", "c"))
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			for range 50 {
+				p.CheckAndComplete([]string{"a", "b", "c"}[i%3])
+			}
+		})
+	}
+	wg.Wait()
+	require.EqualValues(t, 2+8*50, op.tries.Load())
+}
+
+// Kafka's safeTryCompleteOrElse contract: if the first try fails and the second
+// (after watching) succeeds, the call completes the operation and leaves
+// nothing watched or timed.
+func TestSecondTryCompletes(t *testing.T) {
+	tw := sharedWheel(t)
+	p := newPurgatory(t, purgatory.WithTimingWheel(tw))
+	op := newOp(time.Hour)
+	op.onTry = func() {
+		if op.tries.Load() == 2 {
+			op.completable.Store(true) // a completion event raced the watch
+		}
+	}
+	require.True(t, p.TryCompleteElseWatch(op, "k1", "k2"))
+	require.EqualValues(t, 1, op.completed.Load())
+	require.Equal(t, purgatory.Completed, op.outcome)
+	require.Zero(t, p.Watched())
+	require.Zero(t, p.Delayed())
+	require.Zero(t, tw.Len(), "no timeout was started")
+}
+
+func TestFirstTryCompletes(t *testing.T) {
+	p := newPurgatory(t)
+	op := newOp(time.Hour)
+	op.completable.Store(true)
+	require.True(t, p.TryCompleteElseWatch(op, "k"))
+	require.EqualValues(t, 1, op.tries.Load())
+	require.EqualValues(t, 1, op.completed.Load())
+	require.Zero(t, p.Watched())
+	require.Equal(t, purgatory.Stats{Added: 1, Completed: 1}, p.Stats())
+}
+
+// Kafka's testRequestSatisfaction.
+func TestRequestSatisfaction(t *testing.T) {
+	p := newPurgatory(t)
+	r1, r2 := newOp(time.Hour), newOp(time.Hour)
+	require.Zero(t, p.CheckAndComplete("test1"), "nothing watched yet")
+	require.False(t, p.TryCompleteElseWatch(r1, "test1"))
+	require.Zero(t, p.CheckAndComplete("test1"), "r1 is not completable")
+	require.False(t, p.TryCompleteElseWatch(r2, "test2"))
+	require.Zero(t, p.CheckAndComplete("test2"), "r2 is not completable")
+	r1.completable.Store(true)
+	require.Equal(t, 1, p.CheckAndComplete("test1"))
+	require.Zero(t, p.CheckAndComplete("test1"), "r1 is already completed")
+	r2.completable.Store(true)
+	require.Equal(t, 1, p.CheckAndComplete("test2"))
+	require.Zero(t, p.CheckAndComplete("test2"))
+	require.EqualValues(t, 1, r1.completed.Load())
+	require.EqualValues(t, 1, r2.completed.Load())
+	require.Zero(t, r1.expired.Load()+r2.expired.Load())
+}
+
+// Kafka's testRequestExpiry: a 20 ms operation expires, running OnComplete and
+// then OnExpiration; a 200 s one does not.
+func TestRequestExpiry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPurgatory(t)
+		short, long := newOp(20*time.Millisecond), newOp(200*time.Second)
+		begin := time.Now()
+		require.False(t, p.TryCompleteElseWatch(short, "test1"))
+		require.False(t, p.TryCompleteElseWatch(long, "test2"))
+		time.Sleep(20 * time.Millisecond)
+		synctest.Wait()
+		require.EqualValues(t, 1, short.completed.Load())
+		require.EqualValues(t, 1, short.expired.Load())
+		require.Equal(t, purgatory.Expired, short.outcome)
+		require.GreaterOrEqual(t, time.Since(begin), 20*time.Millisecond)
+		require.Zero(t, long.completed.Load())
+		require.Equal(t, 1, p.Delayed())
+		require.Equal(t, 1, p.Watched(), "the expired operation left its watch list")
+		require.Zero(t, p.CheckAndComplete("test1"))
+	})
+}
+
+// Kafka's testRequestPurge. Kafka's Watched only drops as keys are checked or
+// purged; here completed operations leave every watch list at once.
+func TestPurge(t *testing.T) {
+	p := newPurgatory(t)
+	r1, r2, r3 := newOp(time.Hour), newOp(time.Hour), newOp(time.Hour)
+	p.TryCompleteElseWatch(r1, "k1")
+	p.TryCompleteElseWatch(r2, "k1", "k2")
+	p.TryCompleteElseWatch(r3, "k1", "k2", "k3")
+	require.Equal(t, 3, p.Delayed())
+	require.Equal(t, 6, p.Watched())
+
+	require.True(t, purgatory.ForceComplete(r1))
+	require.Equal(t, 2, p.Delayed())
+	require.Equal(t, 5, p.Watched())
+	require.True(t, purgatory.ForceComplete(r2))
+	require.Equal(t, 1, p.Delayed())
+	require.Equal(t, 3, p.Watched())
+	require.True(t, purgatory.ForceComplete(r3))
+	require.Zero(t, p.Delayed())
+	require.Zero(t, p.Watched())
+	require.Zero(t, p.CheckAndComplete("k1"))
+	require.EqualValues(t, 3, p.Stats().Forced)
+}
+
+// Watch-list memory follows live operations, whatever path completes them.
+func TestWatchListsDoNotGrow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPurgatory(t)
+		for round := range 100 {
+			ops := make([]*testOp, 100)
+			for i := range ops {
+				ops[i] = newOp(time.Duration(i%3+1) * time.Millisecond)
+				p.TryCompleteElseWatch(ops[i], "hot", "other")
+			}
+			for i, op := range ops {
+				if i%3 == 0 {
+					purgatory.ForceComplete(op)
+				}
+			}
+			time.Sleep(5 * time.Millisecond) // the rest expire
+			synctest.Wait()
+			require.Zero(t, p.Watched(), "round %d", round)
+			require.Zero(t, p.Delayed())
+		}
+	})
+}
+
+func TestCancelForKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tw := sharedWheel(t)
+		p := newPurgatory(t, purgatory.WithTimingWheel(tw))
+		a, b, c := newOp(time.Hour), newOp(time.Hour), newOp(time.Hour)
+		p.TryCompleteElseWatch(a, "k1")
+		p.TryCompleteElseWatch(b, "k1", "k2")
+		p.TryCompleteElseWatch(c, "k2")
+		require.Equal(t, 3, tw.Len())
+
+		got := p.CancelForKey("k1")
+		require.Equal(t, []purgatory.Operation{a, b}, got)
+		require.Equal(t, 1, tw.Len(), "cancelled operations' timeouts stopped")
+		require.Equal(t, 1, p.Watched(), "b also left k2's list")
+		require.Equal(t, 1, p.Delayed())
+		require.Equal(t, purgatory.Cancelled, a.Outcome())
+		require.Zero(t, a.completed.Load()+b.completed.Load(), "OnComplete does not run")
+		require.False(t, purgatory.ForceComplete(a), "a cancelled operation cannot complete")
+
+		require.Empty(t, p.CancelForKey("unknown"))
+		require.Empty(t, p.CancelForKey("k1"), "nothing left under k1")
+		c.completable.Store(true)
+		require.Equal(t, 1, p.CheckAndComplete("k2"))
+		require.Equal(t, purgatory.Stats{Added: 3, Completed: 1, Cancelled: 2}, p.Stats())
+	})
+}
+
+// Kafka's testTryCompleteWithMultipleThreads: 20 goroutines call
+// CheckAndComplete at random moments on 100 operations that only become
+// completable on the very last try. A single lost try would leave one pending.
+func TestNoLostWakeUp(t *testing.T) {
+	p := newPurgatory(t)
+	const goroutines, ops = 20, 100
+	all := make([]*testOp, ops)
+	keys := make([]string, ops)
+	for i := range all {
+		op := newOp(time.Hour)
+		op.onTry = func() {
+			if op.tries.Load() == 2+goroutines { // TryCompleteElseWatch's two, then one per goroutine
+				op.completable.Store(true)
+			}
+		}
+		all[i], keys[i] = op, string(rune('A'+i%26))+string(rune('a'+i/26))
+		require.False(t, p.TryCompleteElseWatch(op, keys[i]))
+	}
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range keys {
+				if (i+g)%7 == 0 {
+					time.Sleep(time.Duration((i*g)%50) * time.Microsecond)
+				}
+				p.CheckAndComplete(keys[(i+g)%ops])
+			}
+		})
+	}
+	wg.Wait()
+	for i, op := range all {
+		require.EqualValues(t, 1, op.completed.Load(), "operation %d", i)
+	}
+	require.Zero(t, p.Delayed())
+	require.Zero(t, p.Watched())
+}
+
+func TestContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPurgatory(t)
+		ctx, cancel := context.WithCancel(t.Context())
+		op := newOp(time.Hour)
+		op.Context = ctx
+		require.False(t, p.TryCompleteElseWatch(op, "k"))
+		cancel()
+		synctest.Wait()
+		require.Equal(t, purgatory.ContextDone, op.outcome)
+		require.EqualValues(t, 1, op.completed.Load())
+		require.Zero(t, op.expired.Load())
+		require.Equal(t, purgatory.Stats{Added: 1, ContextDone: 1}, p.Stats())
+
+		// A context that outlives its operation is detached from it.
+		ctx2, cancel2 := context.WithCancel(t.Context())
+		defer cancel2()
+		op2 := newOp(time.Millisecond)
+		op2.Context = ctx2
+		p.TryCompleteElseWatch(op2, "k")
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		require.Equal(t, purgatory.Expired, op2.outcome)
+		cancel2()
+		synctest.Wait()
+		require.EqualValues(t, 1, op2.completed.Load())
+	})
+}
+
+func TestContextAlreadyDone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPurgatory(t)
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		op := newOp(time.Hour)
+		op.Context = ctx
+		require.False(t, p.TryCompleteElseWatch(op, "k"))
+		synctest.Wait()
+		require.Equal(t, purgatory.ContextDone, op.Outcome())
+	})
+}
+
+func TestForceComplete(t *testing.T) {
+	p := newPurgatory(t)
+	op := newOp(time.Hour)
+	require.False(t, p.TryCompleteElseWatch(op, "k"))
+	require.True(t, purgatory.ForceComplete(op))
+	require.False(t, purgatory.ForceComplete(op), "only one ForceComplete wins")
+	require.EqualValues(t, 1, op.completed.Load())
+	require.Equal(t, purgatory.Forced, op.outcome)
+
+	early := newOp(time.Hour)
+	require.True(t, purgatory.ForceComplete(early), "an operation can be completed before it is added")
+	require.False(t, p.TryCompleteElseWatch(early, "k"), "a completed operation is not watched")
+	require.Zero(t, p.Watched())
+	require.EqualValues(t, 1, p.Stats().Added, "nor counted")
+}
+
+func TestForceCompleteFromTryComplete(t *testing.T) {
+	p := newPurgatory(t)
+	op := newOp(time.Hour)
+	op.onTry = func() {
+		if op.tries.Load() == 3 {
+			purgatory.ForceComplete(op) // Kafka's style: complete from inside
+		}
+	}
+	require.False(t, p.TryCompleteElseWatch(op, "k"))
+	require.Zero(t, p.CheckAndComplete("k"), "ForceComplete won, not TryComplete")
+	require.Equal(t, purgatory.Forced, op.outcome)
+	require.EqualValues(t, 1, op.completed.Load())
+}
+
+func TestDuplicateKeysWatchedOnce(t *testing.T) {
+	p := newPurgatory(t)
+	op := newOp(time.Hour)
+	p.TryCompleteElseWatch(op, "k", "k", "j", "k")
+	require.Equal(t, 2, p.Watched())
+	op.completable.Store(true)
+	require.Equal(t, 1, p.CheckAndComplete("k"))
+	require.Zero(t, p.Watched())
+}
+
+func TestZeroTimeoutExpiresSoon(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPurgatory(t)
+		op := newOp(0)
+		require.False(t, p.TryCompleteElseWatch(op, "k"))
+		synctest.Wait()
+		require.Equal(t, purgatory.Expired, op.Outcome())
+	})
+}
+
+func TestMisuse(t *testing.T) {
+	p := newPurgatory(t)
+	require.PanicsWithValue(t, "purgatory: TryCompleteElseWatch called with no keys; an operation must be watched under at least one",
+		func() { p.TryCompleteElseWatch(newOp(time.Hour)) })
+	require.PanicsWithValue(t, "purgatory: TryCompleteElseWatch called with a nil Operation",
+		func() { p.TryCompleteElseWatch(nil, "k") })
+	require.PanicsWithValue(t, "purgatory: ForceComplete called with a nil Operation",
+		func() { purgatory.ForceComplete(nil) })
+	op := newOp(time.Hour)
+	p.TryCompleteElseWatch(op, "k")
+	require.PanicsWithValue(t, "purgatory: operation passed to TryCompleteElseWatch twice; use a new operation",
+		func() { p.TryCompleteElseWatch(op, "k") })
+
+	_, err := purgatory.New[string]("bad", purgatory.WithShards(0))
+	require.ErrorIs(t, err, purgatory.ErrInvalidOption)
+}
+
+func TestClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, err := purgatory.New[string]("closing")
+		require.NoError(t, err)
+		ops := []*testOp{newOp(time.Hour), newOp(time.Hour), newOp(time.Hour)}
+		p.TryCompleteElseWatch(ops[0], "a")
+		p.TryCompleteElseWatch(ops[1], "a", "b")
+		p.TryCompleteElseWatch(ops[2], "c")
+
+		p.Close()
+		for i, op := range ops {
+			require.Equal(t, purgatory.Expired, op.outcome, "op %d", i)
+			require.EqualValues(t, 1, op.completed.Load())
+			require.EqualValues(t, 1, op.expired.Load())
+		}
+		require.Zero(t, p.Delayed())
+		require.Zero(t, p.Watched())
+
+		late := newOp(time.Hour)
+		late.completable.Store(false)
+		require.False(t, p.TryCompleteElseWatch(late, "a"))
+		require.Equal(t, purgatory.Expired, late.outcome, "an operation added after Close expires at once")
+		require.Zero(t, p.CheckAndComplete("a"))
+		require.Empty(t, p.CancelForKey("a"))
+		p.Close() // idempotent
+		st := p.Stats()
+		require.Equal(t, purgatory.Stats{Added: 4, Expired: 4}, st)
+	})
+}
+
+func TestSharedWheel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tw := sharedWheel(t)
+		p1 := newPurgatory(t, purgatory.WithTimingWheel(tw))
+		p2, err := purgatory.New[int]("ints", purgatory.WithTimingWheel(tw))
+		require.NoError(t, err)
+		defer p2.Close()
+		a, b := newOp(time.Second), newOp(2*time.Second)
+		p1.TryCompleteElseWatch(a, "k")
+		p2.TryCompleteElseWatch(b, 7)
+		require.Equal(t, 2, tw.Len())
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		require.Equal(t, purgatory.Expired, a.Outcome())
+		require.Equal(t, purgatory.Expired, b.Outcome())
+		require.Equal(t, "ints", p2.Name())
+	})
+}
+
+func TestExpirationPanicIsReported(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var got atomic.Value
+		p := newPurgatory(t, purgatory.WithPanicHandler(func(v any) { got.Store(v) }))
+		bad := &panicOp{testOp: newOp(time.Millisecond)}
+		good := newOp(2 * time.Millisecond)
+		p.TryCompleteElseWatch(bad, "k")
+		p.TryCompleteElseWatch(good, "k")
+		time.Sleep(2 * time.Millisecond)
+		synctest.Wait()
+		require.Equal(t, "expiration failed", got.Load())
+		require.Equal(t, purgatory.Expired, good.Outcome(), "the other operation still expired")
+		require.EqualValues(t, 2, p.Stats().Expired)
+	})
+}
+
+type panicOp struct{ *testOp }
+
+func (o *panicOp) OnExpiration() { panic("expiration failed") }

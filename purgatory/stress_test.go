@@ -1,0 +1,119 @@
+package purgatory_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/purgatory-go/purgatory/purgatory"
+)
+
+// TestStress mixes every path that can end an operation, from 8 goroutines at
+// once, and then accounts for each operation: exactly one outcome, OnComplete
+// at most once (never for a cancelled one), OnExpiration only after a timeout,
+// and the purgatory's counters agree with the operations' own.
+func TestStress(t *testing.T) {
+	perGoroutine := 3000
+	if testing.Short() {
+		perGoroutine = 300
+	}
+	synctest.Test(t, func(t *testing.T) {
+		p := newPurgatory(t, purgatory.WithShards(8))
+		const goroutines, nKeys = 8, 64
+		keys := make([]string, nKeys)
+		for i := range keys {
+			keys[i] = fmt.Sprint("key", i)
+		}
+		var mu sync.Mutex
+		var all []*testOp
+		var wg sync.WaitGroup
+		for g := range goroutines {
+			wg.Go(func() {
+				rng := rand.New(rand.NewPCG(uint64(g), 7))
+				var mine []*testOp
+				var cancels []context.CancelFunc
+				for range perGoroutine {
+					op := newOp(time.Duration(rng.IntN(3000)) * time.Microsecond)
+					if rng.IntN(4) == 0 {
+						ctx, cancel := context.WithCancel(context.Background())
+						op.Context = ctx
+						cancels = append(cancels, cancel)
+					}
+					if rng.IntN(10) == 0 {
+						op.completable.Store(true) // completes at once
+					}
+					opKeys := make([]string, 1+rng.IntN(3))
+					for i := range opKeys {
+						opKeys[i] = keys[rng.IntN(nKeys)]
+					}
+					p.TryCompleteElseWatch(op, opKeys...)
+					mine = append(mine, op)
+
+					switch r := rng.IntN(100); {
+					case r < 30: // a completion event on a key
+						mine[rng.IntN(len(mine))].completable.Store(true)
+						p.CheckAndComplete(keys[rng.IntN(nKeys)])
+					case r < 45:
+						purgatory.ForceComplete(mine[rng.IntN(len(mine))])
+					case r < 46:
+						p.CancelForKey(keys[rng.IntN(nKeys)])
+					case r < 56 && len(cancels) > 0:
+						cancels[rng.IntN(len(cancels))]()
+					case r < 76:
+						time.Sleep(time.Duration(rng.IntN(500)) * time.Microsecond)
+					}
+				}
+				for _, c := range cancels {
+					c()
+				}
+				mu.Lock()
+				all = append(all, mine...)
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		time.Sleep(10 * time.Millisecond) // every remaining timeout passes
+		synctest.Wait()
+
+		require.Len(t, all, goroutines*perGoroutine)
+		want := purgatory.Stats{Added: int64(len(all))}
+		for i, op := range all {
+			out := op.Outcome()
+			switch out {
+			case purgatory.Completed:
+				want.Completed++
+			case purgatory.Forced:
+				want.Forced++
+			case purgatory.Expired:
+				want.Expired++
+			case purgatory.ContextDone:
+				want.ContextDone++
+			case purgatory.Cancelled:
+				want.Cancelled++
+			default:
+				t.Fatalf("operation %d ended %v", i, out)
+			}
+			wantCompleted, wantExpired := int32(1), int32(0)
+			if out == purgatory.Cancelled {
+				wantCompleted = 0
+			}
+			if out == purgatory.Expired {
+				wantExpired = 1
+			}
+			require.Equal(t, wantCompleted, op.completed.Load(), "operation %d (%v): OnComplete runs", i, out)
+			require.Equal(t, wantExpired, op.expired.Load(), "operation %d (%v): OnExpiration runs", i, out)
+			if wantCompleted == 1 {
+				require.Equal(t, out, op.outcome, "operation %d: OnComplete saw its final outcome", i)
+			}
+		}
+		require.Equal(t, want, p.Stats())
+		require.Zero(t, p.Watched())
+		t.Logf("outcomes: %+v", want)
+	})
+}
