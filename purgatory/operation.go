@@ -87,7 +87,8 @@ type Op struct {
 	done    bool       // completed: nothing more may be attached
 	impl    Operation  // the embedding operation; immutable once watched
 	stats   *counters
-	nodes   []*node // the operation's places in watch lists
+	first   node    // the place in the first key's watch list: most operations watch one key
+	nodes   []*node // places under further keys
 	timer   *timingwheel.Timer
 	stopCtx func() bool
 }
@@ -140,6 +141,7 @@ func (o *Op) claim(outcome Outcome) bool {
 func (o *Op) complete(impl Operation, outcome Outcome) {
 	o.book.Lock()
 	o.done = true
+	first := o.first.owner
 	nodes, timer, stopCtx, stats := o.nodes, o.timer, o.stopCtx, o.stats
 	o.nodes, o.timer, o.stopCtx = nil, nil, nil
 	o.book.Unlock()
@@ -149,6 +151,9 @@ func (o *Op) complete(impl Operation, outcome Outcome) {
 	}
 	if stopCtx != nil {
 		stopCtx()
+	}
+	if first != nil {
+		first.remove(&o.first)
 	}
 	for _, n := range nodes {
 		n.owner.remove(n)
@@ -162,6 +167,17 @@ func (o *Op) complete(impl Operation, outcome Outcome) {
 	impl.OnComplete()
 	if outcome == Expired {
 		impl.OnExpiration()
+	}
+}
+
+// expire is the timeout's callback; contextDone is the context's.
+func (o *Op) expire()      { o.end(Expired) }
+func (o *Op) contextDone() { o.end(ContextDone) }
+
+// end completes the bound operation with outcome unless it has ended already.
+func (o *Op) end(outcome Outcome) {
+	if o.claim(outcome) {
+		o.complete(o.impl, outcome)
 	}
 }
 

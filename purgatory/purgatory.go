@@ -106,17 +106,9 @@ func (p *Purgatory[K]) TryCompleteElseWatch(op Operation, keys ...K) bool {
 		return true
 	}
 	if o.state.Load() == int32(Pending) {
-		o.setTimer(p.tw.AfterFunc(o.Timeout, func() {
-			if o.claim(Expired) {
-				o.complete(op, Expired)
-			}
-		}))
+		o.setTimer(p.tw.AfterFunc(o.Timeout, o.expire))
 		if ctx := o.Context; ctx != nil {
-			o.setStopCtx(context.AfterFunc(ctx, func() {
-				if o.claim(ContextDone) {
-					o.complete(op, ContextDone)
-				}
-			}))
+			o.setStopCtx(context.AfterFunc(ctx, o.contextDone))
 		}
 	}
 	lock.Unlock()
@@ -129,11 +121,7 @@ func (p *Purgatory[K]) TryCompleteElseWatch(op Operation, keys ...K) bool {
 	return false
 }
 
-func (p *Purgatory[K]) expire(op Operation) {
-	if o := op.op(); o.claim(Expired) {
-		o.complete(op, Expired)
-	}
-}
+func (p *Purgatory[K]) expire(op Operation) { op.op().end(Expired) }
 
 // duplicate reports whether key is among keys. Watches name few keys, so a
 // scan beats a map.
@@ -189,8 +177,8 @@ func (p *Purgatory[K]) tryComplete(o *Op) bool {
 // CancelForKey removes every operation watched under key and cancels them
 // without completing them: their timeouts stop, they leave their other keys'
 // watch lists, OnComplete does not run and Outcome reports Cancelled (Kafka's
-// cancelForKey). It returns the operations it cancelled, in watch order; none
-// for a key nobody watches.
+// cancelForKey). It returns the operations it cancelled, in no particular
+// order; none for a key nobody watches.
 func (p *Purgatory[K]) CancelForKey(key K) []Operation {
 	var cancelled []Operation
 	for _, o := range p.watchers.take(key) {

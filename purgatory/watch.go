@@ -5,20 +5,25 @@ import (
 	"sync"
 )
 
-// Watch lists are intrusive: an operation holds a node for each key it is
-// watched under, and completing it unlinks those nodes at once, in O(1) each.
-// Watch-list memory therefore always equals what live operations need, with no
-// purge pass to schedule or to pay for. (Kafka keeps completed operations in its
-// lists until a key is checked or a purge sweeps every list; its first design
-// ran out of memory here, KAFKA-664, and the sweep costs its reaper several
-// times the timer work at high request rates.)
+// An operation holds a node for each key it is watched under, and completing
+// it removes those nodes from their lists at once, in O(1) each. Watch-list
+// memory therefore always follows what live operations need, with no purge pass
+// to schedule or to pay for. (Kafka keeps completed operations in its lists
+// until a key is checked or a purge sweeps every list; its first design ran out
+// of memory here, KAFKA-664, and the sweep costs its reaper several times the
+// timer work at high request rates.)
+//
+// A list is a slice rather than a linked list: CheckAndComplete copies it in
+// one pass, and the CPU can fetch the operations it points to in parallel,
+// where a linked list is a chain of dependent cache misses. A node knows its
+// index, so removal swaps the last entry into its place; the order of a list is
+// therefore not the order of watching.
 
 // node is an operation's place in one key's watch list.
 type node struct {
-	prev, next *node
-	op         *Op
-	owner      remover // the list the node was created for; immutable
-	linked     bool    // guarded by the owner's shard lock
+	owner  remover // the list the node was created for; immutable
+	index  int     // position in the owner's entries; guarded by its shard lock
+	linked bool    // guarded by the owner's shard lock
 }
 
 // remover unlinks a node from its list if it is still there. It hides the key
@@ -27,19 +32,32 @@ type remover interface{ remove(n *node) }
 
 // shard is a part of the key space with its own lock, so that callers working
 // on keys in different shards never contend.
+//
+// A list that becomes empty stays in the map, so that a busy key does not
+// allocate a new list for every operation; once empty lists outnumber both
+// minEmpty and the shard's lists in use, one sweep drops them all. Each sweep
+// visits at most twice as many lists as it drops, so keys nobody watches any
+// more cost O(1) each to forget and never accumulate.
 type shard[K comparable] struct {
 	mu    sync.Mutex
 	lists map[K]*watchList[K]
-	_     [40]byte // keep neighbouring shards' locks off one cache line
+	empty int      // lists in the map with no operations
+	_     [32]byte // keep neighbouring shards' locks off one cache line
 }
 
-// watchList holds the operations watched under one key, in watch order.
+const minEmpty = 64
+
+// watchList holds the operations watched under one key.
 type watchList[K comparable] struct {
-	root  node // sentinel
-	n     int
-	key   K
-	shard *shard[K]
-	stats *counters
+	entries []watchEntry
+	key     K
+	shard   *shard[K]
+	stats   *counters
+}
+
+type watchEntry struct {
+	op *Op
+	n  *node
 }
 
 type shards[K comparable] struct {
@@ -71,15 +89,23 @@ func (s *shards[K]) watch(o *Op, key K) bool {
 	}
 	sh.mu.Lock()
 	l := sh.lists[key]
-	if l == nil {
+	switch {
+	case l == nil:
 		l = &watchList[K]{key: key, shard: sh, stats: s.stats}
-		l.root.next, l.root.prev = &l.root, &l.root
 		sh.lists[key] = l
+	case len(l.entries) == 0:
+		sh.empty--
 	}
-	n := &node{op: o, owner: l}
-	l.link(n)
+	var n *node
+	if o.first.owner == nil {
+		n = &o.first
+	} else {
+		n = new(node)
+		o.nodes = append(o.nodes, n)
+	}
+	n.owner = l
+	l.link(o, n)
 	sh.mu.Unlock()
-	o.nodes = append(o.nodes, n)
 	return true
 }
 
@@ -89,8 +115,8 @@ func (s *shards[K]) snapshot(key K, buf []*Op) []*Op {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if l := sh.lists[key]; l != nil {
-		for n := l.root.next; n != &l.root; n = n.next {
-			buf = append(buf, n.op)
+		for _, e := range l.entries {
+			buf = append(buf, e.op)
 		}
 	}
 	return buf
@@ -105,12 +131,16 @@ func (s *shards[K]) take(key K) []*Op {
 	if l == nil {
 		return nil
 	}
-	ops := make([]*Op, 0, l.n)
-	for l.n > 0 {
-		n := l.root.next
-		ops = append(ops, n.op)
-		l.unlink(n)
+	if len(l.entries) == 0 {
+		sh.empty-- // an empty list kept for reuse
 	}
+	ops := make([]*Op, len(l.entries))
+	for i, e := range l.entries {
+		ops[i] = e.op
+		e.n.linked = false
+	}
+	l.stats.watched.Add(-int64(len(ops)))
+	l.entries = nil
 	delete(sh.lists, key)
 	return ops
 }
@@ -123,8 +153,8 @@ func (s *shards[K]) each(fn func(ops []*Op)) {
 		sh.mu.Lock()
 		buf = buf[:0]
 		for _, l := range sh.lists {
-			for n := l.root.next; n != &l.root; n = n.next {
-				buf = append(buf, n.op)
+			for _, e := range l.entries {
+				buf = append(buf, e.op)
 			}
 		}
 		sh.mu.Unlock()
@@ -132,27 +162,30 @@ func (s *shards[K]) each(fn func(ops []*Op)) {
 	}
 }
 
-func (l *watchList[K]) link(n *node) {
-	last := l.root.prev
-	n.prev, n.next = last, &l.root
-	last.next = n
-	l.root.prev = n
-	n.linked = true
-	l.n++
+func (l *watchList[K]) link(o *Op, n *node) {
+	n.index, n.linked = len(l.entries), true
+	l.entries = append(l.entries, watchEntry{o, n})
 	l.stats.watched.Add(1)
 }
 
+// unlink removes n in O(1) by moving the last entry into its place, and
+// shrinks the slice once it is mostly unused.
 func (l *watchList[K]) unlink(n *node) {
-	n.prev.next = n.next
-	n.next.prev = n.prev
-	n.prev, n.next = nil, nil
+	last := len(l.entries) - 1
+	if i := n.index; i != last {
+		l.entries[i] = l.entries[last]
+		l.entries[i].n.index = i
+	}
+	l.entries[last] = watchEntry{}
+	l.entries = l.entries[:last]
 	n.linked = false
-	l.n--
 	l.stats.watched.Add(-1)
+	if c := cap(l.entries); c > 64 && len(l.entries) < c/4 {
+		l.entries = append(make([]watchEntry, 0, c/2), l.entries...)
+	}
 }
 
-// remove unlinks n if it is still linked, and drops the key's list once it is
-// empty, so that the map does not keep keys nobody watches any more.
+// remove unlinks n if it is still linked.
 func (l *watchList[K]) remove(n *node) {
 	sh := l.shard
 	sh.mu.Lock()
@@ -161,7 +194,20 @@ func (l *watchList[K]) remove(n *node) {
 		return
 	}
 	l.unlink(n)
-	if l.n == 0 && sh.lists[l.key] == l {
-		delete(sh.lists, l.key)
+	if len(l.entries) == 0 && sh.lists[l.key] == l {
+		sh.empty++
+		if sh.empty > minEmpty && 2*sh.empty > len(sh.lists) {
+			sh.sweep()
+		}
 	}
+}
+
+// sweep drops every empty list from the map.
+func (sh *shard[K]) sweep() {
+	for k, l := range sh.lists {
+		if len(l.entries) == 0 {
+			delete(sh.lists, k)
+		}
+	}
+	sh.empty = 0
 }
