@@ -249,3 +249,34 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+type noopObserver struct{}
+
+func (noopObserver) OperationEnded(purgatory.Outcome, time.Duration) {}
+
+// BenchmarkObserver is BenchmarkWatchComplete's pair with no observer and with
+// one that does nothing: the cost of the hook itself.
+func BenchmarkObserver(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		opts []purgatory.Option
+	}{{"none", nil}, {"noop", []purgatory.Option{purgatory.WithObserver(noopObserver{})}}} {
+		b.Run("observer="+tc.name, func(b *testing.B) {
+			p, err := purgatory.New[int]("bench", tc.opts...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close()
+			ended := func(*request, bool) {}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				r := &request{ended: ended}
+				lib{p}.add(r, i%1000, 30*time.Second)
+				r.ready.Store(true)
+				p.CheckAndComplete(i % 1000)
+				i++
+			}
+		})
+	}
+}

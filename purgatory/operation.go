@@ -87,8 +87,9 @@ type Op struct {
 	done    bool       // completed: nothing more may be attached
 	impl    Operation  // the embedding operation; immutable once watched
 	stats   *counters
-	first   node    // the place in the first key's watch list: most operations watch one key
-	nodes   []*node // places under further keys
+	start   time.Duration // since stats.epoch, when bound; read only with an observer
+	first   node          // the place in the first key's watch list: most operations watch one key
+	nodes   []*node       // places under further keys
 	timer   *timingwheel.Timer
 	stopCtx func() bool
 }
@@ -160,6 +161,9 @@ func (o *Op) complete(impl Operation, outcome Outcome) {
 	}
 	if stats != nil {
 		stats.record(outcome)
+		if stats.observer != nil {
+			stats.observer.OperationEnded(outcome, time.Since(stats.epoch)-o.start)
+		}
 	}
 	if outcome == Cancelled {
 		return
@@ -191,6 +195,9 @@ func (o *Op) bind(impl Operation, stats *counters) bool {
 		return false
 	}
 	o.impl, o.stats = impl, stats
+	if stats.observer != nil {
+		o.start = time.Since(stats.epoch)
+	}
 	stats.added.Add(1)
 	stats.delayed.Add(1)
 	return true

@@ -2,6 +2,7 @@ package purgatory
 
 import (
 	"errors"
+	"time"
 
 	"github.com/purgatory-go/purgatory/timingwheel"
 )
@@ -16,10 +17,25 @@ const DefaultShards = 512
 type Option func(*config)
 
 type config struct {
-	wheel   *timingwheel.TimingWheel
-	shards  int
-	onPanic func(recovered any)
+	wheel    *timingwheel.TimingWheel
+	shards   int
+	onPanic  func(recovered any)
+	observer Observer
 }
+
+// An Observer is told facts per operation that a [Stats] snapshot cannot give.
+// It is called on the goroutine that ended the operation, with no library lock
+// held, before OnComplete runs, and must return quickly. The metrics package
+// provides one that feeds a histogram.
+type Observer interface {
+	// OperationEnded reports how an operation ended and how long it spent in
+	// the purgatory, from TryCompleteElseWatch to its end.
+	OperationEnded(outcome Outcome, elapsed time.Duration)
+}
+
+// WithObserver sets an Observer. Without one, the purgatory reads no clock per
+// operation.
+func WithObserver(o Observer) Option { return func(c *config) { c.observer = o } }
 
 // WithTimingWheel makes the purgatory use tw for its timeouts instead of a
 // wheel of its own, so that several purgatories can share one, as Kafka's do.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/purgatory-go/purgatory/timingwheel"
 )
@@ -34,6 +35,7 @@ func New[K comparable](name string, opts ...Option) (*Purgatory[K], error) {
 		return nil, fmt.Errorf("%w: %d shards; need at least 1", ErrInvalidOption, c.shards)
 	}
 	p := &Purgatory[K]{name: name, tw: c.wheel}
+	p.stats.observer, p.stats.epoch = c.observer, time.Now()
 	p.watchers = newShards[K](c.shards, &p.stats)
 	if p.tw == nil {
 		var wopts []timingwheel.Option
@@ -54,6 +56,11 @@ func New[K comparable](name string, opts ...Option) (*Purgatory[K], error) {
 
 // Name returns the name given to New.
 func (p *Purgatory[K]) Name() string { return p.name }
+
+// TimingWheel returns the wheel that runs the purgatory's timeouts: its own,
+// or the one passed with WithTimingWheel. Use it for the wheel's Stats or
+// metrics; the purgatory stops its own wheel on Close.
+func (p *Purgatory[K]) TimingWheel() *timingwheel.TimingWheel { return p.tw }
 
 // TryCompleteElseWatch tries to complete op; if it cannot, it watches op under
 // every key and tries once more, so that no completion event that lands between

@@ -1,6 +1,9 @@
 package purgatory
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // Stats is a snapshot of a purgatory's counters. Every operation added is
 // either still Delayed or counted under exactly one outcome:
@@ -22,6 +25,9 @@ type Stats struct {
 type counters struct {
 	watched, delayed                                     atomic.Int64
 	added, completed, forced, expired, ctxDone, canceled atomic.Int64
+
+	observer Observer  // nil: no clock is read per operation
+	epoch    time.Time // Op.start is measured from here
 }
 
 func (c *counters) record(o Outcome) {

@@ -116,3 +116,34 @@ func liveHeap() uint64 {
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
 }
+
+type noopObserver struct{}
+
+func (noopObserver) TimerFired(time.Duration) {}
+
+// BenchmarkFire measures the firing path: each op is one timer that is due at
+// once and run inline by AdvanceClock, with no observer and with one that does
+// nothing (the cost of the hook itself).
+func BenchmarkFire(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		opts []timingwheel.Option
+	}{{"none", nil}, {"noop", []timingwheel.Option{timingwheel.WithObserver(noopObserver{})}}} {
+		b.Run("observer="+tc.name, func(b *testing.B) {
+			tw, err := timingwheel.New(append(tc.opts, timingwheel.WithExecutor(timingwheel.InlineExecutor()))...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer tw.Stop()
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				tw.AfterFunc(0, noop)
+				if n++; n%1000 == 0 {
+					tw.AdvanceClock(0)
+				}
+			}
+			tw.AdvanceClock(0)
+		})
+	}
+}

@@ -33,10 +33,11 @@ const (
 type Option func(*config)
 
 type config struct {
-	tick    time.Duration
-	size    int
-	exec    Executor
-	onPanic func(recovered any)
+	tick     time.Duration
+	size     int
+	exec     Executor
+	onPanic  func(recovered any)
+	observer Observer
 }
 
 // WithTick sets the length of one tick of the finest level (default 1 ms, at
@@ -59,6 +60,20 @@ func WithExecutor(e Executor) Option { return func(c *config) { c.exec = e } }
 // callback panicked. Without a handler, panics are recovered and only counted in
 // [Stats].Panics. A panic in the handler itself is not recovered.
 func WithPanicHandler(h func(recovered any)) Option { return func(c *config) { c.onPanic = h } }
+
+// An Observer is told facts per timer that a [Stats] snapshot cannot give. It
+// is called on the driver goroutine (or AdvanceClock's), outside the wheel's
+// lock, before the timers it reports are handed to the executor, and must
+// return quickly. The metrics package provides one that feeds a histogram.
+type Observer interface {
+	// TimerFired reports how long after its deadline a timer was handed to
+	// the executor: the wheel's own lateness, never negative.
+	TimerFired(lateness time.Duration)
+}
+
+// WithObserver sets an Observer. Without one, the wheel reads no extra clock
+// and does no extra work per timer.
+func WithObserver(o Observer) Option { return func(c *config) { c.observer = o } }
 
 func (c *config) validate() error {
 	switch {

@@ -51,14 +51,16 @@ type TimingWheel struct {
 	start time.Time // epoch of the monotonic clock: expirations are time.Since(start)
 	exec  executor
 
-	onPanic func(recovered any)
+	onPanic  func(recovered any)
+	observer Observer
 
 	ctx      context.Context // cancelled by Stop; the driver and AdvanceClock wait on it
 	cancel   context.CancelFunc
-	consumer sync.Mutex    // held by whoever takes from the delay queue: the driver or AdvanceClock
-	due      []*Timer      // the consumer's batch of due timers, reused; guarded by consumer
-	done     chan struct{} // closed when the driver exits; nil until Start
-	driver   atomic.Uint64 // the driver's goroutine ID, for Stop
+	consumer sync.Mutex      // held by whoever takes from the delay queue: the driver or AdvanceClock
+	due      []*Timer        // the consumer's batch of due timers, reused; guarded by consumer
+	lateness []time.Duration // lateness of each timer in due, when observed; guarded by consumer
+	done     chan struct{}   // closed when the driver exits; nil until Start
+	driver   atomic.Uint64   // the driver's goroutine ID, for Stop
 
 	fired    atomic.Int64
 	panics   atomic.Int64
@@ -77,9 +79,10 @@ func New(opts ...Option) (*TimingWheel, error) {
 		return nil, err
 	}
 	tw := &TimingWheel{
-		w:       newWheel(c.tick, c.size),
-		start:   time.Now(),
-		onPanic: c.onPanic,
+		w:        newWheel(c.tick, c.size),
+		start:    time.Now(),
+		onPanic:  c.onPanic,
+		observer: c.observer,
 	}
 	tw.ctx, tw.cancel = context.WithCancel(context.Background())
 	if c.exec.inline {
@@ -158,15 +161,25 @@ func (tw *TimingWheel) expire(b *slot) {
 		tw.mu.Unlock()
 		return
 	}
+	now := tw.now()
 	due := tw.w.expire(b, tw.due[:0])
-	due = tw.w.poll(tw.now(), due)
+	due = tw.w.poll(now, due)
+	late := tw.lateness[:0]
+	if tw.observer != nil {
+		for _, t := range due {
+			late = append(late, max(now-time.Duration(t.e.Expiration), 0))
+		}
+	}
 	tw.mu.Unlock()
 	if len(due) > 0 {
+		for _, l := range late {
+			tw.observer.TimerFired(l)
+		}
 		tw.fired.Add(int64(len(due)))
 		tw.exec.execute(due)
 		clear(due) // drop the references until the next batch
 	}
-	tw.due = due
+	tw.due, tw.lateness = due, late
 }
 
 // run calls t's callback, recovering a panic so that it cannot kill the driver or

@@ -1,0 +1,226 @@
+package metrics_test
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/purgatory-go/purgatory/metrics"
+	"github.com/purgatory-go/purgatory/purgatory"
+	"github.com/purgatory-go/purgatory/timingwheel"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type op struct {
+	purgatory.Op
+	ready atomic.Bool
+}
+
+func (o *op) TryComplete() bool { return o.ready.Load() }
+func (o *op) OnComplete()       {}
+func (o *op) OnExpiration()     {}
+
+func newOp(timeout time.Duration) *op { return &op{Op: purgatory.Op{Timeout: timeout}} }
+
+// drive takes p through two completions, one ForceComplete, one expiry, one
+// context cancellation and one cancellation, and leaves one operation pending
+// under two keys. In fake time each ending happens at a known elapsed time.
+func drive(t *testing.T, p *purgatory.Purgatory[string]) {
+	a, b := newOp(time.Hour), newOp(time.Hour)
+	p.TryCompleteElseWatch(a, "k1")
+	p.TryCompleteElseWatch(b, "k1")
+	forced, expiring, cancelled := newOp(time.Hour), newOp(50*time.Millisecond), newOp(time.Hour)
+	p.TryCompleteElseWatch(forced, "k2")
+	p.TryCompleteElseWatch(expiring, "k3")
+	p.TryCompleteElseWatch(cancelled, "k4")
+	ctx, cancel := context.WithCancel(t.Context())
+	withCtx := newOp(time.Hour)
+	withCtx.Context = ctx
+	p.TryCompleteElseWatch(withCtx, "k5")
+	p.TryCompleteElseWatch(newOp(time.Hour), "k6", "k7") // stays pending
+
+	time.Sleep(5 * time.Millisecond)
+	a.ready.Store(true)
+	b.ready.Store(true)
+	require.Equal(t, 2, p.CheckAndComplete("k1"))
+	purgatory.ForceComplete(forced)
+	p.CancelForKey("k4")
+	time.Sleep(500 * time.Millisecond)
+	cancel()
+	synctest.Wait()
+}
+
+func TestPurgatoryCollector(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		obs := metrics.NewPurgatoryObserver("produce", []float64{0.01, 0.1, 1})
+		p, err := purgatory.New[string]("produce", purgatory.WithObserver(obs))
+		require.NoError(t, err)
+		drive(t, p)
+
+		c := metrics.NewPurgatoryCollector(p, "produce")
+		require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(`
+# HELP purgatory_delayed_operations Operations added and not yet completed, expired or cancelled (Kafka's NumDelayedOperations).
+# TYPE purgatory_delayed_operations gauge
+purgatory_delayed_operations{purgatory="produce"} 1
+# HELP purgatory_operations_added_total Operations added with TryCompleteElseWatch.
+# TYPE purgatory_operations_added_total counter
+purgatory_operations_added_total{purgatory="produce"} 7
+# HELP purgatory_operations_total Operations ended, by outcome.
+# TYPE purgatory_operations_total counter
+purgatory_operations_total{outcome="cancelled",purgatory="produce"} 1
+purgatory_operations_total{outcome="completed",purgatory="produce"} 2
+purgatory_operations_total{outcome="context_done",purgatory="produce"} 1
+purgatory_operations_total{outcome="expired",purgatory="produce"} 1
+purgatory_operations_total{outcome="forced",purgatory="produce"} 1
+# HELP purgatory_watched_operations Operations watched, counted once per key they are watched under (Kafka's PurgatorySize).
+# TYPE purgatory_watched_operations gauge
+purgatory_watched_operations{purgatory="produce"} 2
+`)))
+
+		// completed, forced and cancelled at 5 ms; expired at 50 ms; context done at 505 ms.
+		require.NoError(t, testutil.CollectAndCompare(obs, strings.NewReader(`
+# HELP purgatory_operation_duration_seconds Time operations spent in the purgatory, from TryCompleteElseWatch to their end, by outcome.
+# TYPE purgatory_operation_duration_seconds histogram
+purgatory_operation_duration_seconds_bucket{outcome="cancelled",purgatory="produce",le="0.01"} 1
+purgatory_operation_duration_seconds_bucket{outcome="cancelled",purgatory="produce",le="0.1"} 1
+purgatory_operation_duration_seconds_bucket{outcome="cancelled",purgatory="produce",le="1"} 1
+purgatory_operation_duration_seconds_bucket{outcome="cancelled",purgatory="produce",le="+Inf"} 1
+purgatory_operation_duration_seconds_sum{outcome="cancelled",purgatory="produce"} 0.005
+purgatory_operation_duration_seconds_count{outcome="cancelled",purgatory="produce"} 1
+purgatory_operation_duration_seconds_bucket{outcome="completed",purgatory="produce",le="0.01"} 2
+purgatory_operation_duration_seconds_bucket{outcome="completed",purgatory="produce",le="0.1"} 2
+purgatory_operation_duration_seconds_bucket{outcome="completed",purgatory="produce",le="1"} 2
+purgatory_operation_duration_seconds_bucket{outcome="completed",purgatory="produce",le="+Inf"} 2
+purgatory_operation_duration_seconds_sum{outcome="completed",purgatory="produce"} 0.01
+purgatory_operation_duration_seconds_count{outcome="completed",purgatory="produce"} 2
+purgatory_operation_duration_seconds_bucket{outcome="context_done",purgatory="produce",le="0.01"} 0
+purgatory_operation_duration_seconds_bucket{outcome="context_done",purgatory="produce",le="0.1"} 0
+purgatory_operation_duration_seconds_bucket{outcome="context_done",purgatory="produce",le="1"} 1
+purgatory_operation_duration_seconds_bucket{outcome="context_done",purgatory="produce",le="+Inf"} 1
+purgatory_operation_duration_seconds_sum{outcome="context_done",purgatory="produce"} 0.505
+purgatory_operation_duration_seconds_count{outcome="context_done",purgatory="produce"} 1
+purgatory_operation_duration_seconds_bucket{outcome="expired",purgatory="produce",le="0.01"} 0
+purgatory_operation_duration_seconds_bucket{outcome="expired",purgatory="produce",le="0.1"} 1
+purgatory_operation_duration_seconds_bucket{outcome="expired",purgatory="produce",le="1"} 1
+purgatory_operation_duration_seconds_bucket{outcome="expired",purgatory="produce",le="+Inf"} 1
+purgatory_operation_duration_seconds_sum{outcome="expired",purgatory="produce"} 0.05
+purgatory_operation_duration_seconds_count{outcome="expired",purgatory="produce"} 1
+purgatory_operation_duration_seconds_bucket{outcome="forced",purgatory="produce",le="0.01"} 1
+purgatory_operation_duration_seconds_bucket{outcome="forced",purgatory="produce",le="0.1"} 1
+purgatory_operation_duration_seconds_bucket{outcome="forced",purgatory="produce",le="1"} 1
+purgatory_operation_duration_seconds_bucket{outcome="forced",purgatory="produce",le="+Inf"} 1
+purgatory_operation_duration_seconds_sum{outcome="forced",purgatory="produce"} 0.005
+purgatory_operation_duration_seconds_count{outcome="forced",purgatory="produce"} 1
+`)))
+
+		p.Close()
+		require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(`
+# HELP purgatory_delayed_operations Operations added and not yet completed, expired or cancelled (Kafka's NumDelayedOperations).
+# TYPE purgatory_delayed_operations gauge
+purgatory_delayed_operations{purgatory="produce"} 0
+`), "purgatory_delayed_operations"), "a closed purgatory still scrapes; Close expired the pending one")
+	})
+}
+
+func TestTimingWheelCollector(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		obs := metrics.NewTimingWheelObserver("main", []float64{0.0005, 0.001})
+		var panics atomic.Int32
+		tw, err := timingwheel.New(timingwheel.WithObserver(obs), timingwheel.WithPanicHandler(func(any) { panics.Add(1) }))
+		require.NoError(t, err)
+		require.NoError(t, tw.Start())
+		tw.AfterFunc(time.Millisecond, func() {})
+		tw.AfterFunc(2*time.Millisecond+200*time.Microsecond, func() { panic("boom") })
+		tw.AfterFunc(time.Hour, func() {})
+		time.Sleep(10 * time.Millisecond)
+		synctest.Wait()
+
+		c := metrics.NewTimingWheelCollector(tw, "main")
+		require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(`
+# HELP timingwheel_callback_panics_total Panics recovered from timer callbacks.
+# TYPE timingwheel_callback_panics_total counter
+timingwheel_callback_panics_total{wheel="main"} 1
+# HELP timingwheel_fired_total Timers whose time came and that were handed to the executor.
+# TYPE timingwheel_fired_total counter
+timingwheel_fired_total{wheel="main"} 2
+# HELP timingwheel_pending_timers Timers waiting to fire.
+# TYPE timingwheel_pending_timers gauge
+timingwheel_pending_timers{wheel="main"} 1
+# HELP timingwheel_rejected_timers_total Timers scheduled after the wheel was stopped; they never run.
+# TYPE timingwheel_rejected_timers_total counter
+timingwheel_rejected_timers_total{wheel="main"} 0
+`)))
+		require.NoError(t, testutil.CollectAndCompare(obs, strings.NewReader(`
+# HELP timingwheel_lateness_seconds How long after its deadline each timer was handed to the executor.
+# TYPE timingwheel_lateness_seconds histogram
+timingwheel_lateness_seconds_bucket{wheel="main",le="0.0005"} 1
+timingwheel_lateness_seconds_bucket{wheel="main",le="0.001"} 2
+timingwheel_lateness_seconds_bucket{wheel="main",le="+Inf"} 2
+timingwheel_lateness_seconds_sum{wheel="main"} 0.0008
+timingwheel_lateness_seconds_count{wheel="main"} 2
+`)))
+		tw.Stop()
+		tw.AfterFunc(time.Millisecond, func() {})
+		require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(`
+# HELP timingwheel_rejected_timers_total Timers scheduled after the wheel was stopped; they never run.
+# TYPE timingwheel_rejected_timers_total counter
+timingwheel_rejected_timers_total{wheel="main"} 1
+`), "timingwheel_rejected_timers_total"), "a stopped wheel still scrapes and counts what it rejects")
+	})
+}
+
+func TestLint(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, err := purgatory.New[string]("lint")
+		require.NoError(t, err)
+		defer p.Close()
+		obs := metrics.NewPurgatoryObserver("lint", nil)
+		wobs := metrics.NewTimingWheelObserver("lint", nil)
+		obs.OperationEnded(purgatory.Completed, time.Millisecond)
+		wobs.TimerFired(time.Millisecond)
+		for _, c := range []prometheus.Collector{
+			metrics.NewPurgatoryCollector(p, "lint"),
+			metrics.NewTimingWheelCollector(p.TimingWheel(), "lint"),
+			obs, wobs,
+		} {
+			problems, err := testutil.CollectAndLint(c)
+			require.NoError(t, err)
+			require.Empty(t, problems)
+		}
+	})
+}
+
+func TestTwoPurgatoriesOnOneRegistry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := prometheus.NewPedanticRegistry()
+		for _, name := range []string{"produce", "fetch"} {
+			p, err := purgatory.New[string](name)
+			require.NoError(t, err)
+			defer p.Close()
+			p.TryCompleteElseWatch(newOp(time.Hour), "k")
+			require.NoError(t, reg.Register(metrics.NewPurgatoryCollector(p, name)))
+			require.NoError(t, reg.Register(metrics.NewTimingWheelCollector(p.TimingWheel(), name)))
+		}
+		require.Error(t, reg.Register(metrics.NewPurgatoryCollector(newPurgatoryStats{}, "produce")),
+			"a second collector with the same name is a duplicate")
+		n, err := testutil.GatherAndCount(reg, "purgatory_delayed_operations")
+		require.NoError(t, err)
+		require.Equal(t, 2, n)
+		problems, err := testutil.GatherAndLint(reg)
+		require.NoError(t, err)
+		require.Empty(t, problems)
+	})
+}
+
+type newPurgatoryStats struct{}
+
+func (newPurgatoryStats) Stats() purgatory.Stats { return purgatory.Stats{} }
