@@ -1,0 +1,253 @@
+package purgatory_test
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/purgatory-go/purgatory/purgatory"
+	"github.com/purgatory-go/purgatory/timingwheel"
+)
+
+// simpleOp completes once ready is set, and counts its callbacks.
+type simpleOp struct {
+	purgatory.Op
+	ready              atomic.Bool
+	completed, expired atomic.Int32
+}
+
+func (o *simpleOp) TryComplete() bool { return o.ready.Load() }
+func (o *simpleOp) OnComplete()       { o.completed.Add(1) }
+func (o *simpleOp) OnExpiration()     { o.expired.Add(1) }
+
+func newSimple(timeout time.Duration) *simpleOp {
+	return &simpleOp{Op: purgatory.Op{Timeout: timeout}}
+}
+
+// misuse requires f to panic with a message that starts with prefix.
+func misuse(t *testing.T, prefix string, f func()) {
+	t.Helper()
+	defer func() {
+		t.Helper()
+		r := recover()
+		require.NotNil(t, r, "expected a misuse panic")
+		msg := fmt.Sprint(r)
+		require.True(t, strings.HasPrefix(msg, prefix), "panic %q lacks the package prefix %q", msg, prefix)
+	}()
+	f()
+}
+
+func wheelFor(t *testing.T, opts ...timingwheel.Option) *timingwheel.TimingWheel {
+	tw, err := timingwheel.New(opts...)
+	require.NoError(t, err)
+	require.NoError(t, tw.Start())
+	t.Cleanup(func() { tw.Stop() })
+	return tw
+}
+
+func purgatoryFor(t *testing.T) *purgatory.Purgatory[string] {
+	p, err := purgatory.New[string]("bad-input")
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	return p
+}
+
+// TestBadInput is the reliability issue's table: every bad input gets a clear
+// error or a documented misuse panic with the package prefix; none hangs (each
+// row runs in a synctest bubble, where a hang is reported as a deadlock),
+// drops work silently or crashes deep inside.
+func TestBadInput(t *testing.T) {
+	rows := []struct {
+		name string
+		test func(t *testing.T)
+	}{
+		{"zero, negative and most negative delays run as soon as possible", func(t *testing.T) {
+			tw := wheelFor(t)
+			var ran atomic.Int32
+			for _, d := range []time.Duration{0, -time.Second, math.MinInt64} {
+				tw.AfterFunc(d, func() { ran.Add(1) })
+			}
+			synctest.Wait()
+			require.EqualValues(t, 3, ran.Load())
+		}},
+		{"MaxInt64 delay stays pending and can be stopped and reset", func(t *testing.T) {
+			tw := wheelFor(t)
+			tm := tw.AfterFunc(math.MaxInt64, func() { t.Error("ran") })
+			time.Sleep(24 * time.Hour)
+			synctest.Wait()
+			require.Equal(t, 1, tw.Len())
+			require.True(t, tm.Reset(math.MaxInt64))
+			require.True(t, tm.Stop())
+		}},
+		{"zero, negative and MaxInt64 operation timeouts", func(t *testing.T) {
+			p := purgatoryFor(t)
+			ops := []*simpleOp{newSimple(0), newSimple(-time.Hour), newSimple(math.MaxInt64)}
+			for i, op := range ops {
+				require.False(t, p.TryCompleteElseWatch(op, fmt.Sprint(i)))
+			}
+			synctest.Wait()
+			require.Equal(t, purgatory.Expired, ops[0].Outcome())
+			require.Equal(t, purgatory.Expired, ops[1].Outcome())
+			require.Equal(t, purgatory.Pending, ops[2].Outcome())
+			require.Equal(t, 1, p.Delayed())
+		}},
+		{"tick below 1µs or not positive", func(t *testing.T) {
+			for _, d := range []time.Duration{0, -1, time.Nanosecond, 999 * time.Nanosecond} {
+				_, err := timingwheel.New(timingwheel.WithTick(d))
+				require.ErrorIs(t, err, timingwheel.ErrInvalidOption, "tick %v", d)
+				require.Contains(t, err.Error(), "timingwheel: ")
+			}
+		}},
+		{"wheel size 0, 1, negative, huge", func(t *testing.T) {
+			for _, n := range []int{0, 1, -1, math.MinInt, timingwheel.MaxWheelSize + 1, math.MaxInt} {
+				_, err := timingwheel.New(timingwheel.WithWheelSize(n))
+				require.ErrorIs(t, err, timingwheel.ErrInvalidOption, "size %d", n)
+			}
+		}},
+		{"pool of zero or negative workers", func(t *testing.T) {
+			for _, n := range []int{0, -1} {
+				_, err := timingwheel.New(timingwheel.WithExecutor(timingwheel.PoolExecutor(n)))
+				require.ErrorIs(t, err, timingwheel.ErrInvalidOption)
+			}
+		}},
+		{"zero or negative shards", func(t *testing.T) {
+			for _, n := range []int{0, -1} {
+				_, err := purgatory.New[string]("x", purgatory.WithShards(n))
+				require.ErrorIs(t, err, purgatory.ErrInvalidOption)
+			}
+		}},
+		{"nil callback", func(t *testing.T) {
+			tw := wheelFor(t)
+			misuse(t, "timingwheel: ", func() { tw.AfterFunc(time.Second, nil) })
+			misuse(t, "timingwheel: ", func() { tw.ScheduleFunc(timingwheel.Every(time.Second), nil) })
+			misuse(t, "timingwheel: ", func() { tw.ScheduleFunc(nil, func() {}) })
+			misuse(t, "timingwheel: ", func() { timingwheel.Every(-time.Second) })
+			require.Zero(t, tw.Len())
+		}},
+		{"nil operation", func(t *testing.T) {
+			p := purgatoryFor(t)
+			misuse(t, "purgatory: ", func() { p.TryCompleteElseWatch(nil, "k") })
+			misuse(t, "purgatory: ", func() { purgatory.ForceComplete(nil) })
+		}},
+		{"zero keys", func(t *testing.T) {
+			p := purgatoryFor(t)
+			op := newSimple(time.Hour)
+			misuse(t, "purgatory: ", func() { p.TryCompleteElseWatch(op) })
+			misuse(t, "purgatory: ", func() { p.TryCompleteElseWatch(op, []string{}...) })
+			require.Zero(t, p.Delayed(), "a rejected call adds nothing")
+		}},
+		{"duplicate keys in one watch are watched once", func(t *testing.T) {
+			p := purgatoryFor(t)
+			op := newSimple(time.Hour)
+			p.TryCompleteElseWatch(op, "k", "k", "k")
+			require.Equal(t, 1, p.Watched())
+			op.ready.Store(true)
+			require.Equal(t, 1, p.CheckAndComplete("k"))
+			require.EqualValues(t, 1, op.completed.Load())
+		}},
+		{"the same operation added twice", func(t *testing.T) {
+			p := purgatoryFor(t)
+			op := newSimple(time.Hour)
+			p.TryCompleteElseWatch(op, "k")
+			misuse(t, "purgatory: ", func() { p.TryCompleteElseWatch(op, "j") })
+			require.Equal(t, 1, p.Delayed())
+		}},
+		{"Stop and Reset on a nil or zero Timer", func(t *testing.T) {
+			var nilTimer *timingwheel.Timer
+			var zero timingwheel.Timer
+			require.False(t, nilTimer.Stop())
+			require.False(t, nilTimer.Reset(time.Second))
+			require.False(t, zero.Stop())
+			require.False(t, zero.Reset(time.Second))
+		}},
+		{"every wheel call after Stop", func(t *testing.T) {
+			tw, err := timingwheel.New()
+			require.NoError(t, err)
+			require.NoError(t, tw.Start())
+			tm := tw.AfterFunc(time.Hour, func() { t.Error("ran") })
+			require.Len(t, tw.Stop(), 1)
+			require.Nil(t, tw.Stop(), "Stop twice")
+			require.ErrorIs(t, tw.Start(), timingwheel.ErrStopped)
+			late := tw.AfterFunc(time.Millisecond, func() { t.Error("ran after Stop") })
+			rec := tw.ScheduleFunc(timingwheel.Every(time.Millisecond), func() { t.Error("ran after Stop") })
+			require.False(t, late.Stop())
+			require.False(t, rec.Stop())
+			require.False(t, tm.Stop())
+			require.False(t, tm.Reset(time.Millisecond))
+			require.False(t, tw.AdvanceClock(time.Second))
+			require.Zero(t, tw.Len())
+			require.EqualValues(t, 2, tw.Stats().Rejected, "what was refused is counted, not dropped silently")
+			time.Sleep(time.Hour)
+			synctest.Wait()
+		}},
+		{"every purgatory call after Close, and Close twice", func(t *testing.T) {
+			p, err := purgatory.New[string]("closed")
+			require.NoError(t, err)
+			pending := newSimple(time.Hour)
+			p.TryCompleteElseWatch(pending, "k")
+			p.Close()
+			p.Close()
+			require.Equal(t, purgatory.Expired, pending.Outcome())
+			late := newSimple(time.Hour)
+			require.False(t, p.TryCompleteElseWatch(late, "k"))
+			require.Equal(t, purgatory.Expired, late.Outcome(), "added after Close: expired at once, not dropped")
+			require.EqualValues(t, 1, late.expired.Load())
+			require.Zero(t, p.CheckAndComplete("k"))
+			require.Empty(t, p.CancelForKey("k"))
+			require.False(t, purgatory.ForceComplete(late))
+			require.Zero(t, p.Delayed())
+			require.Zero(t, p.Watched())
+			require.Equal(t, purgatory.Stats{Added: 2, Expired: 2}, p.Stats())
+		}},
+		{"Stop from inside a callback, with either executor", func(t *testing.T) {
+			for _, exec := range []timingwheel.Executor{timingwheel.InlineExecutor(), timingwheel.PoolExecutor(2)} {
+				tw, err := timingwheel.New(timingwheel.WithExecutor(exec))
+				require.NoError(t, err)
+				require.NoError(t, tw.Start())
+				handedBack := make(chan int)
+				tw.AfterFunc(time.Hour, func() {})
+				tw.AfterFunc(time.Millisecond, func() { handedBack <- len(tw.Stop()) })
+				require.Equal(t, 1, <-handedBack)
+				tw.Stop()
+			}
+		}},
+		{"Close from inside OnComplete and OnExpiration", func(t *testing.T) {
+			p, err := purgatory.New[string]("reentrant")
+			require.NoError(t, err)
+			closer := &closingOp{simpleOp: newSimple(time.Millisecond), close: p.Close}
+			other := newSimple(time.Hour)
+			p.TryCompleteElseWatch(closer, "a")
+			p.TryCompleteElseWatch(other, "b")
+			time.Sleep(time.Millisecond)
+			synctest.Wait()
+			require.Equal(t, purgatory.Expired, closer.Outcome())
+			require.Equal(t, purgatory.Expired, other.Outcome(), "Close from a callback expired the rest")
+			p.Close()
+		}},
+		{"AdvanceClock on a started wheel", func(t *testing.T) {
+			tw := wheelFor(t)
+			misuse(t, "timingwheel: ", func() { tw.AdvanceClock(0) })
+		}},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			synctest.Test(t, row.test)
+		})
+	}
+}
+
+type closingOp struct {
+	*simpleOp
+	close func()
+}
+
+func (o *closingOp) OnExpiration() {
+	o.simpleOp.OnExpiration()
+	o.close()
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// drawCharts draws, from whichever of W2sweep and W4 ran:
+// w2_parked.png, ns per schedule+stop against parked timers (O(1) against
+// O(log n)), and w4_lateness.png, the distribution of W4's lateness.
+func drawCharts(dir string, res map[key][]result) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := chartW2(dir, res); err != nil {
+		return err
+	}
+	return chartW4(dir, res)
+}
+
+func chartW2(dir string, res map[key][]result) error {
+	lines := map[string]plotter.XYs{}
+	for k, rs := range res {
+		if k.workload == "W2sweep" {
+			lines[k.system] = append(lines[k.system], plotter.XY{X: float64(k.variant), Y: median(values(rs, "pair_ns"))})
+		}
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	p := plot.New()
+	p.Title.Text = "W2: schedule a timer at 30 s and stop it, with N timers parked"
+	p.X.Label.Text = "parked timers (log scale)"
+	p.Y.Label.Text = "ns per schedule+stop (log scale)"
+	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Add(plotter.NewGrid())
+	var args []any
+	for _, s := range sortedSystems(lines) {
+		pts := lines[s]
+		slices.SortFunc(pts, func(a, b plotter.XY) int { return int(a.X - b.X) })
+		args = append(args, s, pts)
+	}
+	if err := plotutil.AddLinePoints(p, args...); err != nil {
+		return err
+	}
+	// Pad the log axes so no line sits on an edge or under the legend.
+	p.X.Min, p.X.Max = p.X.Min/2, p.X.Max*2
+	p.Y.Min, p.Y.Max = p.Y.Min/2, p.Y.Max*8
+	return p.Save(8*vg.Inch, 5*vg.Inch, filepath.Join(dir, "w2_parked.png"))
+}
+
+func chartW4(dir string, res map[key][]result) error {
+	lines := map[string]plotter.XYs{}
+	for k, rs := range res {
+		if k.workload != "W4" {
+			continue
+		}
+		var pts plotter.XYs
+		for i, q := range latenessQuantiles {
+			if at := values(rs, quantileMetric(i)); len(at) > 0 {
+				pts = append(pts, plotter.XY{X: median(at), Y: 100 * q})
+			}
+		}
+		slices.SortFunc(pts, func(a, b plotter.XY) int {
+			if a.Y < b.Y {
+				return -1
+			}
+			return 1
+		})
+		lines[k.system] = pts
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	p := plot.New()
+	p.Title.Text = "W4: how late timers fire (delays U[10 ms, 2 s); left of 0 is early)"
+	p.X.Label.Text = "lateness, ms"
+	p.Y.Label.Text = "% of timers at most this late"
+	p.Legend.Top = false
+	p.Legend.Left = false
+	p.Add(plotter.NewGrid())
+	var args []any
+	for _, s := range sortedSystems(lines) {
+		name := s
+		if last := lines[s][len(lines[s])-1].X; last > w4Zoom {
+			name = fmt.Sprintf("%s (reaches %.0f ms, off the axis)", s, last)
+		}
+		args = append(args, name, lines[s])
+	}
+	if err := plotutil.AddLines(p, args...); err != nil {
+		return err
+	}
+	p.X.Min, p.X.Max = min(p.X.Min, -1), w4Zoom
+	return p.Save(8*vg.Inch, 5*vg.Inch, filepath.Join(dir, "w4_lateness.png"))
+}
+
+// w4Zoom is the right edge of the lateness chart, in ms: wide enough for the
+// timers that keep to a few ticks, so they are not squashed by a slow peer.
+const w4Zoom = 12
+
+func sortedSystems(m map[string]plotter.XYs) []string {
+	var s []string
+	for k := range m {
+		s = append(s, k)
+	}
+	slices.Sort(s)
+	return s
+}

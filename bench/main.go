@@ -1,0 +1,273 @@
+// Command bench runs the workloads of DESIGN.md (W1–W5) against this library
+// and its peers, each (system, workload, run) in a fresh process, systems
+// alternating, and reports medians. See README.md beside this file.
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func main() {
+	var (
+		workloads = flag.String("workload", "all", "comma-separated workloads: W1,W2,W2p,W3,W4,W5, the sweeps W2sweep and W5sweep, soak, or all (all but soak)")
+		systems   = flag.String("system", "all", "comma-separated systems: "+strings.Join(timerSystems, ",")+" for W1–W4; "+strings.Join(purgatorySystems, ",")+" for W5; or all")
+		runs      = flag.Int("runs", 3, "processes per (system, workload); medians are reported")
+		quick     = flag.Bool("quick", false, "a hundredth of every size: a seconds-long smoke run")
+		jsonOut   = flag.String("json", "", "write one JSON object per (system, workload, metric) to this file")
+		results   = flag.String("results", "", "write the Markdown report to this file (default RESULTS.md, not with -quick)")
+		charts    = flag.String("charts", "", "write the charts to this directory (default charts, not with -quick)")
+		duration  = flag.Duration("duration", 0, "soak: how long to run (default 10m); W5: how long requests arrive")
+		from      = flag.String("from", "", "run nothing: rebuild the report and charts from a -json file of an earlier run")
+
+		profile = flag.String("cpuprofile", "", "with -child: write a CPU profile of the workload to this file")
+		child   = flag.Bool("child", false, "internal: run one workload in this process and print its result")
+		parked  = flag.Int("parked", 0, "internal: timers parked for W2/W3")
+		rate    = flag.Int("rate", 0, "internal: W5 requests per second")
+	)
+	flag.Parse()
+	p := params{quick: *quick, parked: *parked, rate: *rate, duration: *duration}
+	if *child {
+		if *profile != "" {
+			f, err := os.Create(*profile)
+			if err != nil {
+				fail(err)
+			}
+			if err := pprof.StartCPUProfile(f); err != nil {
+				fail(err)
+			}
+			defer pprof.StopCPUProfile()
+		}
+		if err := runChild(*workloads, *systems, p); err != nil {
+			pprof.StopCPUProfile()
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *runs < 1 {
+		fail(fmt.Errorf("-runs must be at least 1"))
+	}
+	if !*quick {
+		*results = cmp(*results, "RESULTS.md")
+		*charts = cmp(*charts, "charts")
+	}
+	var res map[key][]result
+	var err error
+	if *from != "" {
+		res, err = load(*from)
+	} else {
+		var plan []job
+		if plan, err = makePlan(*workloads, *systems, *runs, p); err == nil {
+			res, err = execute(plan, p)
+		}
+	}
+	if err != nil {
+		fail(err)
+	}
+	if err := report(res, p, *jsonOut, *results, *charts); err != nil {
+		fail(err)
+	}
+}
+
+func cmp(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "bench:", err)
+	os.Exit(2)
+}
+
+func runChild(workload, system string, p params) error {
+	var r result
+	var err error
+	switch workload {
+	case "W5":
+		r, err = runPurgatoryWorkload(system, p)
+	case "soak":
+		err = soak(p)
+		return err
+	default:
+		r, err = runTimerWorkload(workload, system, p)
+	}
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(os.Stdout).Encode(r)
+}
+
+// job is one child process to run.
+type job struct {
+	workload, system string
+	run              int
+	variant          int // parked timers for W2sweep, requests/s for W5sweep
+}
+
+func (j job) args(p params) []string {
+	w := j.workload
+	a := []string{"-child", "-system", j.system}
+	switch w {
+	case "W2sweep":
+		w = "W2"
+		a = append(a, "-parked", strconv.Itoa(j.variant))
+	case "W5sweep":
+		w = "W5"
+		a = append(a, "-rate", strconv.Itoa(j.variant), "-duration", sweepLength(p).String())
+	}
+	if (w == "W5" && j.workload == "W5" || w == "soak") && p.duration > 0 {
+		a = append(a, "-duration", p.duration.String())
+	}
+	if p.quick {
+		a = append(a, "-quick")
+	}
+	return append(a, "-workload", w)
+}
+
+var allWorkloads = []string{"W1", "W2", "W2p", "W3", "W4", "W5", "W2sweep", "W5sweep"}
+
+func sweepParked(p params) []int {
+	if p.quick {
+		return []int{1_000, 10_000}
+	}
+	return []int{1_000, 10_000, 100_000, 1_000_000, 10_000_000}
+}
+
+func sweepRates(p params) []int {
+	if p.quick {
+		return []int{10_000, 20_000}
+	}
+	return []int{100_000, 200_000, 300_000, 400_000, 500_000, 700_000, 1_000_000}
+}
+
+func sweepLength(p params) time.Duration {
+	if p.quick {
+		return 300 * time.Millisecond
+	}
+	return 5 * time.Second
+}
+
+func split(list string, all []string) []string {
+	if list == "all" {
+		return all
+	}
+	return strings.Split(list, ",")
+}
+
+// makePlan lists the child processes: for each workload, runs rounds, each
+// round every system once, the order rotating from round to round.
+func makePlan(workloads, systems string, runs int, p params) ([]job, error) {
+	var plan []job
+	for _, w := range split(workloads, allWorkloads) {
+		if w == "soak" {
+			plan = append(plan, job{workload: "soak", system: "purgatory"})
+			continue
+		}
+		if !slices.Contains(allWorkloads, w) {
+			return nil, fmt.Errorf("unknown workload %q (have %v, soak)", w, allWorkloads)
+		}
+		known := timerSystems
+		if strings.HasPrefix(w, "W5") {
+			known = purgatorySystems
+		}
+		var sys []string
+		for _, s := range split(systems, known) {
+			switch {
+			case slices.Contains(known, s):
+				sys = append(sys, s)
+			case !slices.Contains(timerSystems, s) && !slices.Contains(purgatorySystems, s):
+				return nil, fmt.Errorf("unknown system %q", s)
+			}
+		}
+		variants := []int{0}
+		switch w {
+		case "W2sweep":
+			variants = sweepParked(p)
+		case "W5sweep":
+			variants = sweepRates(p) // one run per rate; see execute
+		}
+		for _, v := range variants {
+			rounds := runs
+			if w == "W5sweep" {
+				rounds = 1
+			}
+			for r := range rounds {
+				for i := range sys {
+					plan = append(plan, job{w, sys[(i+r)%len(sys)], r, v})
+				}
+			}
+		}
+	}
+	return plan, nil
+}
+
+// execute runs the plan, one child process at a time, and gathers results by
+// (workload, variant, system). A W5sweep system stops at the first rate it
+// cannot keep up with.
+func execute(plan []job, p params) (map[key][]result, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	res := map[key][]result{}
+	fellBehind := map[string]bool{}
+	start := time.Now()
+	for i, j := range plan {
+		if j.workload == "W5sweep" && fellBehind[j.system] {
+			continue
+		}
+		t0 := time.Now()
+		cmd := exec.Command(exe, j.args(p)...)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, os.Stderr
+		if j.workload == "soak" {
+			cmd.Stdout = os.Stdout
+		}
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("%s %s %v: %w", j.workload, j.system, j.args(p), err)
+		}
+		fmt.Fprintf(os.Stderr, "[%d/%d %s] %s %s%s run %d: %.1fs\n", i+1, len(plan),
+			time.Since(start).Round(time.Second), j.workload, j.system, variantText(j), j.run+1, time.Since(t0).Seconds())
+		if j.workload == "soak" {
+			continue
+		}
+		var r result
+		if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+			return nil, fmt.Errorf("%s %s: bad child output %q: %w", j.workload, j.system, out.String(), err)
+		}
+		k := key{j.workload, j.variant, j.system}
+		res[k] = append(res[k], r)
+		if j.workload == "W5sweep" && r.Metrics["keeps_up"] == 0 {
+			fellBehind[j.system] = true
+		}
+	}
+	return res, nil
+}
+
+func variantText(j job) string {
+	switch j.workload {
+	case "W2sweep":
+		return fmt.Sprintf(" parked=%d", j.variant)
+	case "W5sweep":
+		return fmt.Sprintf(" rate=%d/s", j.variant)
+	}
+	return ""
+}
+
+type key struct {
+	workload string
+	variant  int
+	system   string
+}

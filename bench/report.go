@@ -1,0 +1,303 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return math.NaN()
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// values returns metric m of every run.
+func values(rs []result, m string) []float64 {
+	var v []float64
+	for _, r := range rs {
+		if x, ok := r.Metrics[m]; ok {
+			v = append(v, x)
+		}
+	}
+	return v
+}
+
+func metricNames(rs []result) []string {
+	seen := map[string]bool{}
+	for _, r := range rs {
+		for m := range r.Metrics {
+			seen[m] = true
+		}
+	}
+	var names []string
+	for m := range seen {
+		names = append(names, m)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func report(res map[key][]result, p params, jsonPath, mdPath, chartDir string) error {
+	keys := make([]key, 0, len(res))
+	for k := range res {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		if a.workload != b.workload {
+			return a.workload < b.workload
+		}
+		if a.variant != b.variant {
+			return a.variant < b.variant
+		}
+		return a.system < b.system
+	})
+	if jsonPath != "" {
+		if err := writeJSON(jsonPath, keys, res); err != nil {
+			return err
+		}
+	}
+	md := markdown(keys, res, p)
+	fmt.Print(md)
+	if mdPath != "" {
+		if err := os.WriteFile(mdPath, []byte(md), 0o644); err != nil {
+			return err
+		}
+	}
+	if chartDir != "" {
+		return drawCharts(chartDir, res)
+	}
+	return nil
+}
+
+// load rebuilds per-run results from a file written by writeJSON.
+func load(path string) (map[key][]result, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	res := map[key][]result{}
+	dec := json.NewDecoder(f)
+	for dec.More() {
+		var o struct {
+			Workload, System, Metric string
+			Variant                  int
+			Runs                     []float64
+		}
+		if err := dec.Decode(&o); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		k := key{o.Workload, o.Variant, o.System}
+		for len(res[k]) < len(o.Runs) {
+			res[k] = append(res[k], result{Metrics: map[string]float64{}})
+		}
+		for i, v := range o.Runs {
+			res[k][i].Metrics[o.Metric] = v
+		}
+	}
+	return res, nil
+}
+
+func writeJSON(path string, keys []key, res map[key][]result) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	enc := json.NewEncoder(w)
+	for _, k := range keys {
+		for _, m := range metricNames(res[k]) {
+			v := values(res[k], m)
+			obj := map[string]any{"workload": k.workload, "system": k.system, "metric": m, "median": median(v), "runs": v}
+			if k.variant != 0 {
+				obj["variant"] = k.variant
+			}
+			if err := enc.Encode(obj); err != nil {
+				return err
+			}
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// headline lists, per workload, the metrics the report shows and which of them
+// get a ratio to the reference system of the same run.
+var headline = map[string][]struct {
+	metric, title string
+	ratio         bool
+}{
+	"W1":  {{"schedule_ns_op", "schedule ns/op", true}, {"cpu_s", "CPU s until all fired", true}, {"peak_rss_mb", "peak RSS MB", true}, {"bytes_op", "B/op", false}, {"allocs_op", "allocs/op", false}},
+	"W2":  {{"pair_ns", "ns per schedule+stop", true}, {"pair_bytes", "B/pair", false}, {"pair_allocs", "allocs/pair", false}, {"heap_bytes_parked", "live heap B per parked timer", true}},
+	"W2p": {{"pair_ns", "ns per pair (wall, all goroutines)", true}, {"pair_bytes", "B/pair", false}, {"pair_allocs", "allocs/pair", false}},
+	"W3":  {{"idle_cpu_s", "idle CPU s", true}, {"idle_s", "over s", false}},
+	"W4":  {{"late_p50_ms", "p50 ms", false}, {"late_p99_ms", "p99 ms", true}, {"late_p999_ms", "p99.9 ms", true}, {"late_max_ms", "max ms", false}, {"early_pct", "fired early %", false}},
+	"W5":  {{"completed_pct", "completed % (≈40 expected)", false}, {"expired_pct", "expired %", false}, {"lost", "lost", false}, {"ended_twice", "ended twice", false}, {"cpu_s", "CPU s", true}, {"peak_rss_mb", "peak RSS MB", true}, {"lag_p50_ms", "completion lag p50 ms", false}, {"arrivals_behind_ms", "arrivals behind ms", false}},
+}
+
+var descriptions = map[string]string{
+	"W1":      "schedule callbacks with delays U[1 ms, 1000 ms) from one goroutine and wait for all",
+	"W2":      "park timers at 30 min, then schedule a timer at 30 s and stop it, from one goroutine",
+	"W2p":     "W2 with the pairs split across GOMAXPROCS goroutines at once",
+	"W3":      "park timers at 30 min, then measure process CPU while idle",
+	"W4":      "timers with delays U[10 ms, 2000 ms): how late each callback ran (negative: early)",
+	"W5":      "purgatory: requests on 1 of 1,000 keys with a 1 s timeout; 80 % get a completion event at U[0, 2 s)",
+	"W2sweep": "W2's ns per pair against the number of parked timers",
+	"W5sweep": "W5 at rising request rates; a system stops at the first rate it cannot keep up with",
+}
+
+func reference(workload string) string {
+	if strings.HasPrefix(workload, "W5") {
+		return "naive"
+	}
+	return "stdlib"
+}
+
+func markdown(keys []key, res map[key][]result, p params) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Benchmark results\n\n%s\n", machine())
+	if p.quick {
+		b.WriteString("\n**-quick run: sizes are a hundredth of DESIGN.md's; not for comparison.**\n")
+	}
+	runsOf := func(k key) int { return len(res[k]) }
+	for _, w := range allWorkloads {
+		var ks []key
+		for _, k := range keys {
+			if k.workload == w {
+				ks = append(ks, k)
+			}
+		}
+		if len(ks) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n## %s\n\n%s. Medians of %d process(es) per system; ratios are to `%s` in the same run.\n\n",
+			w, descriptions[w], runsOf(ks[0]), reference(w))
+		switch w {
+		case "W2sweep":
+			sweepTable(&b, ks, res, "parked timers", "pair_ns", "ns per pair")
+			continue
+		case "W5sweep":
+			sweepTable(&b, ks, res, "requests/s", "keeps_up", "keeps up (1 = yes)")
+			for _, s := range systemsIn(ks) {
+				best := 0
+				for _, k := range ks {
+					if k.system == s && median(values(res[k], "keeps_up")) == 1 {
+						best = max(best, k.variant)
+					}
+				}
+				fmt.Fprintf(&b, "\nHighest rate that keeps up, %s: %d requests/s.\n", s, best)
+			}
+			continue
+		}
+		cols := headline[w]
+		b.WriteString("| system |")
+		for _, c := range cols {
+			fmt.Fprintf(&b, " %s |", c.title)
+		}
+		b.WriteString("\n|---|" + strings.Repeat("---|", len(cols)) + "\n")
+		ref := key{w, 0, reference(w)}
+		for _, k := range ks {
+			fmt.Fprintf(&b, "| %s |", k.system)
+			for _, c := range cols {
+				v := median(values(res[k], c.metric))
+				cell := format(v)
+				if r, ok := res[ref]; ok && c.ratio && k.system != ref.system {
+					if rv := median(values(r, c.metric)); rv != 0 && !math.IsNaN(rv) {
+						cell += fmt.Sprintf(" (%.2f×)", v/rv)
+					}
+				}
+				fmt.Fprintf(&b, " %s |", cell)
+			}
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}
+
+func systemsIn(ks []key) []string {
+	var s []string
+	for _, k := range ks {
+		if !slices.Contains(s, k.system) {
+			s = append(s, k.system)
+		}
+	}
+	return s
+}
+
+func sweepTable(b *strings.Builder, ks []key, res map[key][]result, variant, metric, title string) {
+	systems := systemsIn(ks)
+	var variants []int
+	for _, k := range ks {
+		if !slices.Contains(variants, k.variant) {
+			variants = append(variants, k.variant)
+		}
+	}
+	fmt.Fprintf(b, "%s by %s:\n\n| %s |", title, variant, variant)
+	for _, s := range systems {
+		fmt.Fprintf(b, " %s |", s)
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(systems)) + "\n")
+	for _, v := range variants {
+		fmt.Fprintf(b, "| %d |", v)
+		for _, s := range systems {
+			if r, ok := res[key{ks[0].workload, v, s}]; ok {
+				fmt.Fprintf(b, " %s |", format(median(values(r, metric))))
+			} else {
+				b.WriteString(" – |")
+			}
+		}
+		b.WriteString("\n")
+	}
+}
+
+func format(v float64) string {
+	switch a := math.Abs(v); {
+	case math.IsNaN(v):
+		return "–"
+	case v == 0:
+		return "0"
+	case a >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 1:
+		return fmt.Sprintf("%.2f", v)
+	default:
+		return fmt.Sprintf("%.3g", v)
+	}
+}
+
+// machine describes where the numbers were measured.
+func machine() string {
+	model := "unknown CPU"
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.HasPrefix(line, "model name") {
+				model = strings.TrimSpace(strings.SplitN(line, ":", 2)[1])
+				break
+			}
+		}
+	}
+	kernel := ""
+	if out, err := exec.Command("uname", "-sr").Output(); err == nil {
+		kernel = strings.TrimSpace(string(out))
+	}
+	return fmt.Sprintf("Measured %s on %d CPUs (%s), %s, %s/%s, GOMAXPROCS=%d.",
+		time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), model, kernel, runtime.Version(), runtime.GOARCH, runtime.GOMAXPROCS(0))
+}

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/purgatory-go/purgatory/purgatory"
+)
+
+// soak keeps W5's load on a purgatory for p.duration (default 10 minutes), at
+// p.rate requests per second (default 100,000), generating requests as it goes
+// instead of in advance, and prints heap, RSS, goroutines and the purgatory's
+// counts every minute (more often in short runs). It fails if any request is
+// lost or ends twice, or if memory keeps growing.
+func soak(p params) error {
+	length, rate := p.duration, p.rate
+	if length <= 0 {
+		length = 10 * time.Minute
+	}
+	if rate <= 0 {
+		rate = 100_000
+	}
+	every := min(time.Minute, max(length/6, time.Second))
+
+	pg, err := purgatory.New[int]("soak")
+	if err != nil {
+		return err
+	}
+	var ended, twice, completed, expired atomic.Int64
+	onEnd := func(r *request, exp bool) {
+		if r.endedN.Load() > 1 {
+			twice.Add(1)
+		}
+		if exp {
+			expired.Add(1)
+		} else {
+			completed.Add(1)
+		}
+		ended.Add(1)
+	}
+
+	// Completion events wait in a ring of 1 ms slots covering the 2 s window.
+	const slots = 2048
+	var ringMu sync.Mutex
+	ring := make([][]*request, slots)
+	var cursor atomic.Int64 // the slot the event goroutine works on
+
+	begin := time.Now()
+	var added atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { // arrivals
+		rng := rand.New(rand.NewPCG(9, 9))
+		for i := 0; ; i++ {
+			at := time.Duration(i) * time.Second / time.Duration(rate)
+			if at >= length {
+				return
+			}
+			if ahead := at - time.Since(begin); ahead > 0 {
+				time.Sleep(ahead)
+			}
+			r := &request{onEnd: onEnd, key: rng.IntN(w5Keys)}
+			if rng.Float64() < w5EventShare {
+				due := int64((at + time.Duration(rng.Int64N(int64(w5EventWindow)))) / time.Millisecond)
+				due = max(due, cursor.Load()+1) // never into a slot already passed
+				ringMu.Lock()
+				ring[due%slots] = append(ring[due%slots], r)
+				ringMu.Unlock()
+			}
+			added.Add(1)
+			r.Timeout = w5Timeout
+			pg.TryCompleteElseWatch(r, r.key)
+		}
+	})
+	wg.Go(func() { // completion events, one slot per millisecond
+		for slot := int64(0); ; slot++ {
+			cursor.Store(slot)
+			if ahead := time.Duration(slot)*time.Millisecond - time.Since(begin); ahead > 0 {
+				select {
+				case <-stop:
+					return
+				case <-time.After(ahead):
+				}
+			}
+			ringMu.Lock()
+			due := ring[slot%slots]
+			ring[slot%slots] = nil
+			ringMu.Unlock()
+			for _, r := range due {
+				r.ready.Store(true)
+				pg.CheckAndComplete(r.key)
+			}
+		}
+	})
+
+	fmt.Printf("soak: %d requests/s for %v; a line every %v\n", rate, length, every)
+	fmt.Printf("%8s %10s %9s %9s %10s %9s %9s %12s %12s %10s\n", "elapsed", "added", "delayed", "watched", "goroutines", "heap MB", "RSS MB", "completed", "expired", "events lag")
+	var heaps []float64
+	line := func() {
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		heap := float64(m.HeapAlloc) / (1 << 20)
+		heaps = append(heaps, heap)
+		elapsed := time.Since(begin)
+		fmt.Printf("%8v %10d %9d %9d %10d %9.1f %9.1f %12d %12d %10v\n", elapsed.Round(time.Second), added.Load(),
+			pg.Delayed(), pg.Watched(), runtime.NumGoroutine(), heap, rssMB(), completed.Load(), expired.Load(),
+			max(elapsed-time.Duration(cursor.Load())*time.Millisecond, 0).Round(time.Millisecond))
+	}
+	tick := time.NewTicker(every)
+	for deadline := time.After(length + w5EventWindow + 100*time.Millisecond); ; {
+		select {
+		case <-tick.C:
+			line()
+			continue
+		case <-deadline:
+		}
+		break
+	}
+	tick.Stop()
+	close(stop)
+	wg.Wait()
+	for grace := time.Now(); ended.Load() < added.Load() && time.Since(grace) < 5*time.Second; {
+		time.Sleep(10 * time.Millisecond) // the last timeouts, if the driver runs behind
+	}
+	line()
+	pg.Close()
+
+	total := added.Load()
+	fmt.Printf("soak: %d added, %d completed (%.1f %%), %d expired, %d ended twice, %d lost\n",
+		total, completed.Load(), 100*float64(completed.Load())/float64(total), expired.Load(), twice.Load(), total-ended.Load())
+	if twice.Load() != 0 || ended.Load() != total {
+		return fmt.Errorf("soak: accounting failed")
+	}
+	// Flat memory: the heap in the second half stays within 1.5x of the first
+	// half's peak (the load is steady, so growth would be a leak).
+	if n := len(heaps); n >= 4 {
+		firstPeak, secondPeak := 0.0, 0.0
+		for i, h := range heaps[:n-1] { // the last line is after the drain
+			if i < (n-1)/2 {
+				firstPeak = max(firstPeak, h)
+			} else {
+				secondPeak = max(secondPeak, h)
+			}
+		}
+		if secondPeak > 1.5*firstPeak {
+			return fmt.Errorf("soak: heap grew from %.1f MB to %.1f MB under a steady load", firstPeak, secondPeak)
+		}
+	}
+	return nil
+}
+
+// rssMB reads the current resident set size from /proc/self/statm.
+func rssMB() float64 {
+	data, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	fields := bytes.Fields(data)
+	if len(fields) < 2 {
+		return 0
+	}
+	pages, err := strconv.ParseInt(string(fields[1]), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return float64(pages*int64(os.Getpagesize())) / (1 << 20)
+}

@@ -1,0 +1,265 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/purgatory-go/purgatory/purgatory"
+)
+
+var purgatorySystems = []string{"purgatory", "naive"}
+
+// request is W5's operation: it can complete once its completion event has
+// arrived.
+type request struct {
+	purgatory.Op
+	ready  atomic.Bool
+	event  time.Duration // when its event was due, since the run began
+	key    int           // the key it is watched under (soak)
+	endedN atomic.Int32  // how many times it ended: must be exactly 1
+	onEnd  func(r *request, expired bool)
+}
+
+func (r *request) TryComplete() bool { return r.ready.Load() }
+func (r *request) OnComplete() {
+	if r.Outcome() != purgatory.Expired {
+		r.end(false)
+	}
+}
+func (r *request) OnExpiration() { r.end(true) }
+func (r *request) end(expired bool) {
+	r.endedN.Add(1)
+	r.onEnd(r, expired)
+}
+
+// delayed is what W5 drives: this library's purgatory, or the naive one.
+type delayed interface {
+	add(r *request, key int, timeout time.Duration)
+	check(key int)
+	close()
+}
+
+func newDelayed(name string) (delayed, error) {
+	switch name {
+	case "purgatory":
+		p, err := purgatory.New[int]("w5")
+		if err != nil {
+			return nil, err
+		}
+		return lib{p}, nil
+	case "naive":
+		return &naive{lists: map[int][]*naiveReq{}}, nil
+	}
+	return nil, fmt.Errorf("unknown purgatory system %q (have %v)", name, purgatorySystems)
+}
+
+type lib struct{ p *purgatory.Purgatory[int] }
+
+func (l lib) add(r *request, key int, timeout time.Duration) {
+	r.Timeout = timeout
+	l.p.TryCompleteElseWatch(r, key)
+}
+func (l lib) check(key int) { l.p.CheckAndComplete(key) }
+func (l lib) close()        { l.p.Close() }
+
+// naive is the purgatory one writes first: one mutex over a map of watch lists
+// and a time.AfterFunc per request; completed and expired requests leave a list
+// when its key is checked.
+type naive struct {
+	mu    sync.Mutex
+	lists map[int][]*naiveReq
+}
+
+type naiveReq struct {
+	*request
+	done  atomic.Bool
+	mu    sync.Mutex // guards timer
+	timer *time.Timer
+}
+
+func (n *naive) add(r *request, key int, timeout time.Duration) {
+	q := &naiveReq{request: r}
+	n.mu.Lock()
+	n.lists[key] = append(n.lists[key], q)
+	n.mu.Unlock()
+	if r.TryComplete() && q.done.CompareAndSwap(false, true) {
+		r.end(false)
+		return
+	}
+	q.mu.Lock()
+	q.timer = time.AfterFunc(timeout, func() {
+		if q.done.CompareAndSwap(false, true) {
+			r.end(true)
+		}
+	})
+	q.mu.Unlock()
+}
+
+func (n *naive) check(key int) {
+	var won []*naiveReq
+	n.mu.Lock()
+	list := n.lists[key]
+	keep := list[:0]
+	for _, q := range list {
+		switch {
+		case q.done.Load():
+		case q.TryComplete() && q.done.CompareAndSwap(false, true):
+			won = append(won, q)
+		default:
+			keep = append(keep, q)
+		}
+	}
+	clear(list[len(keep):])
+	n.lists[key] = keep
+	n.mu.Unlock()
+	for _, q := range won {
+		q.mu.Lock()
+		if q.timer != nil {
+			q.timer.Stop()
+		}
+		q.mu.Unlock()
+		q.end(false)
+	}
+}
+
+func (n *naive) close() {}
+
+// W5's shape, from DESIGN.md.
+const (
+	w5Keys        = 1000
+	w5Timeout     = time.Second
+	w5EventShare  = 0.8
+	w5EventWindow = 2 * time.Second
+	// w5Expected is the completed share the shape implies: 80 % get an event,
+	// half of those before their 1 s timeout.
+	w5Expected = 100 * w5EventShare * float64(w5Timeout) / float64(w5EventWindow)
+)
+
+// w5 runs requests arriving at rate per second for length; see DESIGN.md.
+func w5(d delayed, rate int, length time.Duration) result {
+	n := int(float64(rate) * length.Seconds())
+	rng := rand.New(rand.NewPCG(5, 5))
+	type event struct {
+		at  time.Duration
+		req *request
+		key int
+	}
+	var completed, expired, ended atomic.Int64
+	allEnded := make(chan struct{})
+	var lagMu sync.Mutex
+	lags := make([]time.Duration, 0, n)
+	var begin time.Time
+	onEnd := func(r *request, exp bool) {
+		if exp {
+			expired.Add(1)
+		} else {
+			completed.Add(1)
+			lag := time.Since(begin) - r.event
+			lagMu.Lock()
+			lags = append(lags, lag)
+			lagMu.Unlock()
+		}
+		if ended.Add(1) == int64(n) {
+			close(allEnded)
+		}
+	}
+	reqs := make([]*request, n)
+	keys := make([]int, n)
+	var events []event
+	for i := range reqs {
+		reqs[i] = &request{onEnd: onEnd}
+		keys[i] = rng.IntN(w5Keys)
+		if rng.Float64() < w5EventShare {
+			arrival := time.Duration(i) * length / time.Duration(n)
+			at := arrival + time.Duration(rng.Int64N(int64(w5EventWindow)))
+			reqs[i].event = at
+			events = append(events, event{at, reqs[i], keys[i]})
+		}
+	}
+	slices.SortFunc(events, func(a, b event) int { return int(a.at - b.at) })
+
+	cpu0 := cpuTime()
+	begin = time.Now()
+	var behind atomic.Int64
+	var wg sync.WaitGroup
+	// Both pacers sleep only when the next item is in the future; one wake-up
+	// then serves every item that has come due meanwhile.
+	wg.Go(func() { // arrivals
+		for i, r := range reqs {
+			at := time.Duration(i) * length / time.Duration(n)
+			if ahead := at - time.Since(begin); ahead > 0 {
+				time.Sleep(ahead)
+			}
+			d.add(r, keys[i], w5Timeout)
+		}
+		behind.Store(int64(time.Since(begin) - length))
+	})
+	wg.Go(func() { // completion events, from one goroutine
+		for _, e := range events {
+			if ahead := e.at - time.Since(begin); ahead > 0 {
+				time.Sleep(ahead)
+			}
+			e.req.ready.Store(true)
+			d.check(e.key)
+		}
+	})
+	wg.Wait()
+	select {
+	case <-allEnded:
+	case <-time.After(length + 30*time.Second):
+	}
+	cpu := cpuTime() - cpu0
+
+	doubled := 0
+	for _, r := range reqs {
+		if r.endedN.Load() > 1 {
+			doubled++
+		}
+	}
+	slices.Sort(lags)
+	lagMs := func(q float64) float64 {
+		if len(lags) == 0 {
+			return math.NaN()
+		}
+		return float64(lags[min(int(q*float64(len(lags))), len(lags)-1)]) / 1e6
+	}
+	completedPct := 100 * float64(completed.Load()) / float64(n)
+	keepsUp := 0.0
+	if lagMs(0.5) < 10 && math.Abs(completedPct-w5Expected) <= 1 {
+		keepsUp = 1
+	}
+	return result{Metrics: map[string]float64{
+		"rate":               float64(rate),
+		"completed_pct":      completedPct,
+		"expired_pct":        100 * float64(expired.Load()) / float64(n),
+		"lost":               float64(int64(n) - ended.Load()),
+		"ended_twice":        float64(doubled),
+		"cpu_s":              cpu.Seconds(),
+		"peak_rss_mb":        peakRSSMB(),
+		"lag_p50_ms":         lagMs(0.5),
+		"lag_p99_ms":         lagMs(0.99),
+		"arrivals_behind_ms": float64(behind.Load()) / 1e6,
+		"keeps_up":           keepsUp,
+	}}
+}
+
+func runPurgatoryWorkload(system string, p params) (result, error) {
+	d, err := newDelayed(system)
+	if err != nil {
+		return result{}, err
+	}
+	defer d.close()
+	rate, length := p.rate, p.duration
+	if rate == 0 {
+		rate = p.n(100_000, 20_000)
+	}
+	if length == 0 {
+		length = time.Duration(p.n(10_000, 500)) * time.Millisecond
+	}
+	return w5(d, rate, length), nil
+}
