@@ -18,7 +18,7 @@ func Example() {
 	defer tw.Stop()
 
 	fired := make(chan string)
-	timeout := tw.AfterFunc(50*time.Millisecond, func() { fired <- "timeout" })
+	timeout := tw.AfterFunc(time.Minute, func() { fired <- "timeout" })
 	tw.AfterFunc(10*time.Millisecond, func() { fired <- "retry" })
 	fmt.Println(<-fired) // the retry, 10 ms in
 
@@ -61,7 +61,7 @@ func ExampleTimingWheel_AdvanceClock() {
 		panic(err)
 	}
 	defer tw.Stop()
-	tw.AfterFunc(20*time.Millisecond, func() { fmt.Println("due") })
+	tw.AfterFunc(250*time.Millisecond, func() { fmt.Println("due") })
 	fmt.Println("nothing yet:", tw.AdvanceClock(0))
 	fmt.Println("advanced:", tw.AdvanceClock(time.Second))
 	// Output:

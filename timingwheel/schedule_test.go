@@ -21,6 +21,7 @@ func TestScheduleFuncEvery(t *testing.T) {
 			for i := 1; i <= 5; i++ {
 				require.Equal(t, time.Duration(i)*10*time.Millisecond, <-runs)
 			}
+			synctest.Wait() // the next run is armed once the callback has returned
 			require.True(t, tm.Stop(), "Stop ends a pending schedule")
 			time.Sleep(time.Second)
 			synctest.Wait()
