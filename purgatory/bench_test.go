@@ -242,6 +242,27 @@ func runW5(b *testing.B, s system, rate int, length time.Duration) (completedPct
 	return 100 * float64(completed.Load()) / float64(n), 100 * float64(expired.Load()) / float64(n), cpu, lagMs
 }
 
+// BenchmarkCheckWalk is W5's steady state without the clock: 80,000 requests
+// that cannot complete, 80 on each of 1,000 keys, and CheckAndComplete on a
+// random key. It reports ns per operation tried, the cost that W5's quadratic
+// walk multiplies; the requests are allocated interleaved across keys, as
+// arrivals are, so every try is a fresh cache line.
+func BenchmarkCheckWalk(b *testing.B) {
+	const keys, perKey = 1000, 80
+	systems(b, func(b *testing.B, s system) {
+		for i := range keys * perKey {
+			s.add(&request{ended: func(*request, bool) {}}, i%keys, time.Hour)
+		}
+		rng := rand.New(rand.NewPCG(1, 2))
+		for b.Loop() {
+			if s.check(rng.IntN(keys)) != 0 {
+				b.Fatal("a request that cannot complete completed")
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/perKey, "ns/try")
+	})
+}
+
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {

@@ -66,6 +66,15 @@ func (o Outcome) String() string {
 // the operation to TryCompleteElseWatch; the rest is private. An Op is used for
 // one operation only and must not be copied after first use.
 type Op struct {
+	// What every try in CheckAndComplete reads comes first, on one cache line.
+	state atomic.Int32 // an Outcome; Pending until one path wins the CAS
+	added atomic.Bool  // set by the first TryCompleteElseWatch
+	mu    sync.Mutex   // the operation's lock when Locker is nil
+	impl  Operation    // the embedding operation; immutable once watched
+	// Locker, if not nil, is held instead of the Op's own mutex while
+	// TryComplete runs, so that several operations can share one lock
+	// (Kafka's lockOpt).
+	Locker sync.Locker
 	// Timeout is how long the operation may wait after TryCompleteElseWatch
 	// before it expires. Zero or less expires it as soon as possible unless
 	// it completes at once.
@@ -74,18 +83,9 @@ type Op struct {
 	// done before the operation completes, the operation completes with
 	// Outcome ContextDone (OnComplete runs; OnExpiration does not).
 	Context context.Context
-	// Locker, if not nil, is held instead of the Op's own mutex while
-	// TryComplete runs, so that several operations can share one lock
-	// (Kafka's lockOpt).
-	Locker sync.Locker
-
-	state atomic.Int32 // an Outcome; Pending until one path wins the CAS
-	added atomic.Bool  // set by the first TryCompleteElseWatch
-	mu    sync.Mutex   // the operation's lock when Locker is nil
 
 	book    sync.Mutex // guards the fields below; never held while user code runs
 	done    bool       // completed: nothing more may be attached
-	impl    Operation  // the embedding operation; immutable once watched
 	stats   *counters
 	start   time.Duration // since stats.epoch, when bound; read only with an observer
 	first   node          // the place in the first key's watch list: most operations watch one key
@@ -128,6 +128,12 @@ func ForceComplete(op Operation) bool {
 	}
 	o.complete(op, Forced)
 	return true
+}
+
+// tryClaim asks impl whether it can complete and, if so, claims the
+// completion. The caller holds the operation's lock.
+func (o *Op) tryClaim(impl Operation) bool {
+	return o.state.Load() == int32(Pending) && impl.TryComplete() && o.claim(Completed)
 }
 
 // claim makes outcome the operation's outcome if it has none yet, and reports

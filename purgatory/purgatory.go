@@ -171,10 +171,16 @@ func (p *Purgatory[K]) tryComplete(o *Op) bool {
 		return false
 	}
 	impl := o.impl // written by bind before o was first watched
-	lock := o.locker()
-	lock.Lock()
-	won := o.state.Load() == int32(Pending) && impl.TryComplete() && o.claim(Completed)
-	lock.Unlock()
+	var won bool
+	if l := o.Locker; l != nil {
+		l.Lock()
+		won = o.tryClaim(impl)
+		l.Unlock()
+	} else { // the common case: the Op's own mutex, locked without an interface call
+		o.mu.Lock()
+		won = o.tryClaim(impl)
+		o.mu.Unlock()
+	}
 	if won {
 		o.complete(impl, Completed)
 	}
