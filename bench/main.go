@@ -24,8 +24,8 @@ func main() {
 		runs      = flag.Int("runs", 3, "processes per (system, workload); medians are reported")
 		quick     = flag.Bool("quick", false, "a hundredth of every size: a seconds-long smoke run")
 		jsonOut   = flag.String("json", "", "write one JSON object per (system, workload, metric) to this file")
-		results   = flag.String("results", "", "write the Markdown report to this file (default RESULTS.md, not with -quick)")
-		charts    = flag.String("charts", "", "write the charts to this directory (default charts, not with -quick)")
+		results   = flag.String("results", "", "write the Markdown report to this file (default RESULTS.md for a full run or -from)")
+		charts    = flag.String("charts", "", "write the charts to this directory (default charts for a full run or -from)")
 		duration  = flag.Duration("duration", 0, "soak: how long to run (default 10m); W5: how long requests arrive")
 		from      = flag.String("from", "", "run nothing: rebuild the report and charts from a -json file of an earlier run")
 
@@ -57,7 +57,9 @@ func main() {
 	if *runs < 1 {
 		fail(fmt.Errorf("-runs must be at least 1"))
 	}
-	if !*quick {
+	// Only a full run, or a rebuild from one, replaces the committed report
+	// and charts by default; a partial run prints its tables and leaves them.
+	if !*quick && (*workloads == "all" || *from != "") {
 		*results = cmp(*results, "RESULTS.md")
 		*charts = cmp(*charts, "charts")
 	}
@@ -73,6 +75,9 @@ func main() {
 	}
 	if err != nil {
 		fail(err)
+	}
+	if len(res) == 0 {
+		return // a soak prints its own lines
 	}
 	if err := report(res, p, *jsonOut, *results, *charts); err != nil {
 		fail(err)

@@ -3,11 +3,9 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"runtime"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -46,59 +44,12 @@ func soak(p params) error {
 		ended.Add(1)
 	}
 
-	// Completion events wait in a ring of 1 ms slots covering the 2 s window.
-	const slots = 2048
-	var ringMu sync.Mutex
-	ring := make([][]*request, slots)
-	var cursor atomic.Int64 // the slot the event goroutine works on
-
-	begin := time.Now()
-	var added atomic.Int64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() { // arrivals
-		rng := rand.New(rand.NewPCG(9, 9))
-		for i := 0; ; i++ {
-			at := time.Duration(i) * time.Second / time.Duration(rate)
-			if at >= length {
-				return
-			}
-			if ahead := at - time.Since(begin); ahead > 0 {
-				time.Sleep(ahead)
-			}
-			r := &request{onEnd: onEnd, key: rng.IntN(w5Keys)}
-			if rng.Float64() < w5EventShare {
-				due := int64((at + time.Duration(rng.Int64N(int64(w5EventWindow)))) / time.Millisecond)
-				due = max(due, cursor.Load()+1) // never into a slot already passed
-				ringMu.Lock()
-				ring[due%slots] = append(ring[due%slots], r)
-				ringMu.Unlock()
-			}
-			added.Add(1)
-			r.Timeout = w5Timeout
-			pg.TryCompleteElseWatch(r, r.key)
-		}
-	})
-	wg.Go(func() { // completion events, one slot per millisecond
-		for slot := int64(0); ; slot++ {
-			cursor.Store(slot)
-			if ahead := time.Duration(slot)*time.Millisecond - time.Since(begin); ahead > 0 {
-				select {
-				case <-stop:
-					return
-				case <-time.After(ahead):
-				}
-			}
-			ringMu.Lock()
-			due := ring[slot%slots]
-			ring[slot%slots] = nil
-			ringMu.Unlock()
-			for _, r := range due {
-				r.ready.Store(true)
-				pg.CheckAndComplete(r.key)
-			}
-		}
-	})
+	t := newTraffic(lib{pg}, onEnd)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t.run(int(float64(rate)*length.Seconds()), length, 9)
+	}()
 
 	fmt.Printf("soak: %d requests/s for %v; a line every %v\n", rate, length, every)
 	fmt.Printf("%8s %10s %9s %9s %10s %9s %9s %12s %12s %10s\n", "elapsed", "added", "delayed", "watched", "goroutines", "heap MB", "RSS MB", "completed", "expired", "events lag")
@@ -108,31 +59,27 @@ func soak(p params) error {
 		runtime.ReadMemStats(&m)
 		heap := float64(m.HeapAlloc) / (1 << 20)
 		heaps = append(heaps, heap)
-		elapsed := time.Since(begin)
-		fmt.Printf("%8v %10d %9d %9d %10d %9.1f %9.1f %12d %12d %10v\n", elapsed.Round(time.Second), added.Load(),
+		fmt.Printf("%8v %10d %9d %9d %10d %9.1f %9.1f %12d %12d %10v\n", t.elapsed().Round(time.Second), t.added.Load(),
 			pg.Delayed(), pg.Watched(), runtime.NumGoroutine(), heap, rssMB(), completed.Load(), expired.Load(),
-			max(elapsed-time.Duration(cursor.Load())*time.Millisecond, 0).Round(time.Millisecond))
+			t.eventsLag().Round(time.Millisecond))
 	}
 	tick := time.NewTicker(every)
-	for deadline := time.After(length + w5EventWindow + 100*time.Millisecond); ; {
+	for running := true; running; {
 		select {
 		case <-tick.C:
 			line()
-			continue
-		case <-deadline:
+		case <-done:
+			running = false
 		}
-		break
 	}
 	tick.Stop()
-	close(stop)
-	wg.Wait()
-	for grace := time.Now(); ended.Load() < added.Load() && time.Since(grace) < 5*time.Second; {
+	for grace := time.Now(); ended.Load() < t.added.Load() && time.Since(grace) < 5*time.Second; {
 		time.Sleep(10 * time.Millisecond) // the last timeouts, if the driver runs behind
 	}
 	line()
 	pg.Close()
 
-	total := added.Load()
+	total := t.added.Load()
 	fmt.Printf("soak: %d added, %d completed (%.1f %%), %d expired, %d ended twice, %d lost\n",
 		total, completed.Load(), 100*float64(completed.Load())/float64(total), expired.Load(), twice.Load(), total-ended.Load())
 	if twice.Load() != 0 || ended.Load() != total {

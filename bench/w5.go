@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -140,26 +139,24 @@ const (
 	w5Expected = 100 * w5EventShare * float64(w5Timeout) / float64(w5EventWindow)
 )
 
-// w5 runs requests arriving at rate per second for length; see DESIGN.md.
+// w5 runs requests arriving at rate per second for length; see DESIGN.md and
+// traffic.
 func w5(d delayed, rate int, length time.Duration) result {
 	n := int(float64(rate) * length.Seconds())
-	rng := rand.New(rand.NewPCG(5, 5))
-	type event struct {
-		at  time.Duration
-		req *request
-		key int
-	}
-	var completed, expired, ended atomic.Int64
+	var completed, expired, ended, twice atomic.Int64
 	allEnded := make(chan struct{})
 	var lagMu sync.Mutex
-	lags := make([]time.Duration, 0, n)
-	var begin time.Time
-	onEnd := func(r *request, exp bool) {
+	var lags []time.Duration
+	var l *traffic
+	l = newTraffic(d, func(r *request, exp bool) {
+		if r.endedN.Load() > 1 {
+			twice.Add(1)
+		}
 		if exp {
 			expired.Add(1)
 		} else {
 			completed.Add(1)
-			lag := time.Since(begin) - r.event
+			lag := l.elapsed() - r.event
 			lagMu.Lock()
 			lags = append(lags, lag)
 			lagMu.Unlock()
@@ -167,60 +164,18 @@ func w5(d delayed, rate int, length time.Duration) result {
 		if ended.Add(1) == int64(n) {
 			close(allEnded)
 		}
-	}
-	reqs := make([]*request, n)
-	keys := make([]int, n)
-	var events []event
-	for i := range reqs {
-		reqs[i] = &request{onEnd: onEnd}
-		keys[i] = rng.IntN(w5Keys)
-		if rng.Float64() < w5EventShare {
-			arrival := time.Duration(i) * length / time.Duration(n)
-			at := arrival + time.Duration(rng.Int64N(int64(w5EventWindow)))
-			reqs[i].event = at
-			events = append(events, event{at, reqs[i], keys[i]})
-		}
-	}
-	slices.SortFunc(events, func(a, b event) int { return int(a.at - b.at) })
+	})
 
 	cpu0 := cpuTime()
-	begin = time.Now()
-	var behind atomic.Int64
-	var wg sync.WaitGroup
-	// Both pacers sleep only when the next item is in the future; one wake-up
-	// then serves every item that has come due meanwhile.
-	wg.Go(func() { // arrivals
-		for i, r := range reqs {
-			at := time.Duration(i) * length / time.Duration(n)
-			if ahead := at - time.Since(begin); ahead > 0 {
-				time.Sleep(ahead)
-			}
-			d.add(r, keys[i], w5Timeout)
-		}
-		behind.Store(int64(time.Since(begin) - length))
-	})
-	wg.Go(func() { // completion events, from one goroutine
-		for _, e := range events {
-			if ahead := e.at - time.Since(begin); ahead > 0 {
-				time.Sleep(ahead)
-			}
-			e.req.ready.Store(true)
-			d.check(e.key)
-		}
-	})
-	wg.Wait()
+	l.run(n, length, 5)
 	select {
 	case <-allEnded:
-	case <-time.After(length + 30*time.Second):
+	case <-time.After(w5Timeout + 30*time.Second):
 	}
 	cpu := cpuTime() - cpu0
 
-	doubled := 0
-	for _, r := range reqs {
-		if r.endedN.Load() > 1 {
-			doubled++
-		}
-	}
+	lagMu.Lock()
+	defer lagMu.Unlock()
 	slices.Sort(lags)
 	lagMs := func(q float64) float64 {
 		if len(lags) == 0 {
@@ -238,12 +193,12 @@ func w5(d delayed, rate int, length time.Duration) result {
 		"completed_pct":      completedPct,
 		"expired_pct":        100 * float64(expired.Load()) / float64(n),
 		"lost":               float64(int64(n) - ended.Load()),
-		"ended_twice":        float64(doubled),
+		"ended_twice":        float64(twice.Load()),
 		"cpu_s":              cpu.Seconds(),
 		"peak_rss_mb":        peakRSSMB(),
 		"lag_p50_ms":         lagMs(0.5),
 		"lag_p99_ms":         lagMs(0.99),
-		"arrivals_behind_ms": float64(behind.Load()) / 1e6,
+		"arrivals_behind_ms": float64(l.behind.Load()) / 1e6,
 		"keeps_up":           keepsUp,
 	}}
 }
