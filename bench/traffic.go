@@ -55,7 +55,7 @@ func (l *traffic) eventsLag() time.Duration {
 func (l *traffic) arrivals(n int, length time.Duration, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, seed))
 	for i := range n {
-		at := time.Duration(i) * length / time.Duration(n)
+		at := arrivalAt(i, n, length)
 		// Sleep only when the next arrival is in the future; one wake-up then
 		// serves every arrival that has come due meanwhile.
 		if ahead := at - l.elapsed(); ahead > 0 {
@@ -77,6 +77,13 @@ func (l *traffic) arrivals(n int, length time.Duration, seed uint64) {
 	l.mu.Lock()
 	l.arrived = true
 	l.mu.Unlock()
+}
+
+// arrivalAt is when request i of n arriving evenly over length arrives. It
+// computes in float64, because i × length in nanoseconds overflows int64 from
+// the 15.4-millionth request of a 10-minute run.
+func arrivalAt(i, n int, length time.Duration) time.Duration {
+	return time.Duration(float64(i) * float64(length) / float64(n))
 }
 
 func (l *traffic) events() {

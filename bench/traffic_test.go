@@ -1,0 +1,31 @@
+package main
+
+import (
+	"testing"
+	"time"
+)
+
+// A 10-minute soak at 100,000 requests/s once flooded the purgatory: i × length
+// overflowed int64 past the 15-millionth request, arrival times went negative
+// and nothing paced the arrivals any more.
+func TestArrivalAtLongRuns(t *testing.T) {
+	for _, c := range []struct {
+		n      int
+		length time.Duration
+	}{
+		{1_000_000, 10 * time.Second},
+		{60_000_000, 10 * time.Minute},
+		{360_000_000, time.Hour},
+	} {
+		step := c.length / time.Duration(c.n)
+		prev := time.Duration(-1)
+		for _, i := range []int{0, 1, c.n / 4, c.n / 2, c.n - 2, c.n - 1} {
+			at := arrivalAt(i, c.n, c.length)
+			want := time.Duration(i) * step
+			if at < prev || at < 0 || at >= c.length || (at-want).Abs() > time.Microsecond {
+				t.Fatalf("n=%d over %v: request %d arrives at %v, want %v (after %v, before %v)", c.n, c.length, i, at, want, prev, c.length)
+			}
+			prev = at
+		}
+	}
+}
