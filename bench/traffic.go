@@ -36,47 +36,47 @@ func newTraffic(d delayed, onEnd func(r *request, expired bool)) *traffic {
 // run sends the n requests and their events, and returns once the last
 // event has been delivered. Requests may still be pending then, until they
 // expire.
-func (l *traffic) run(n int, length time.Duration, seed uint64) {
-	l.begin = time.Now()
+func (t *traffic) run(n int, length time.Duration, seed uint64) {
+	t.begin = time.Now()
 	var wg sync.WaitGroup
-	wg.Go(func() { l.arrivals(n, length, seed) })
-	wg.Go(l.events)
+	wg.Go(func() { t.arrivals(n, length, seed) })
+	wg.Go(t.events)
 	wg.Wait()
 }
 
 // elapsed is the time since run began.
-func (l *traffic) elapsed() time.Duration { return time.Since(l.begin) }
+func (t *traffic) elapsed() time.Duration { return time.Since(t.begin) }
 
 // eventsLag is how far the event goroutine is behind the clock.
-func (l *traffic) eventsLag() time.Duration {
-	return max(l.elapsed()-time.Duration(l.cursor.Load()+1)*time.Millisecond, 0)
+func (t *traffic) eventsLag() time.Duration {
+	return max(t.elapsed()-time.Duration(t.cursor.Load()+1)*time.Millisecond, 0)
 }
 
-func (l *traffic) arrivals(n int, length time.Duration, seed uint64) {
+func (t *traffic) arrivals(n int, length time.Duration, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, seed))
 	for i := range n {
 		at := arrivalAt(i, n, length)
 		// Sleep only when the next arrival is in the future; one wake-up then
 		// serves every arrival that has come due meanwhile.
-		if ahead := at - l.elapsed(); ahead > 0 {
+		if ahead := at - t.elapsed(); ahead > 0 {
 			time.Sleep(ahead)
 		}
-		r := &request{onEnd: l.onEnd, key: rng.IntN(w5Keys)}
+		r := &request{onEnd: t.onEnd, key: rng.IntN(w5Keys)}
 		if rng.Float64() < w5EventShare {
 			r.event = at + time.Duration(rng.Int64N(int64(w5EventWindow)))
-			l.mu.Lock()
+			t.mu.Lock()
 			// A slot the event goroutine has taken is never taken again.
-			slot := max(int64(r.event/time.Millisecond), l.cursor.Load())
-			l.slots[slot] = append(l.slots[slot], r)
-			l.mu.Unlock()
+			slot := max(int64(r.event/time.Millisecond), t.cursor.Load())
+			t.slots[slot] = append(t.slots[slot], r)
+			t.mu.Unlock()
 		}
-		l.added.Add(1)
-		l.d.add(r, r.key, w5Timeout)
+		t.added.Add(1)
+		t.d.add(r, r.key, w5Timeout)
 	}
-	l.behind.Store(int64(l.elapsed() - length))
-	l.mu.Lock()
-	l.arrived = true
-	l.mu.Unlock()
+	t.behind.Store(int64(t.elapsed() - length))
+	t.mu.Lock()
+	t.arrived = true
+	t.mu.Unlock()
 }
 
 // arrivalAt is when request i of n arriving evenly over length arrives. It
@@ -86,20 +86,20 @@ func arrivalAt(i, n int, length time.Duration) time.Duration {
 	return time.Duration(float64(i) * float64(length) / float64(n))
 }
 
-func (l *traffic) events() {
+func (t *traffic) events() {
 	for slot := int64(0); ; slot++ {
-		if ahead := time.Duration(slot+1)*time.Millisecond - l.elapsed(); ahead > 0 {
+		if ahead := time.Duration(slot+1)*time.Millisecond - t.elapsed(); ahead > 0 {
 			time.Sleep(ahead)
 		}
-		l.mu.Lock()
-		due := l.slots[slot]
-		delete(l.slots, slot)
-		l.cursor.Store(slot + 1)
-		last := l.arrived && len(l.slots) == 0
-		l.mu.Unlock()
+		t.mu.Lock()
+		due := t.slots[slot]
+		delete(t.slots, slot)
+		t.cursor.Store(slot + 1)
+		last := t.arrived && len(t.slots) == 0
+		t.mu.Unlock()
 		for _, r := range due {
 			r.ready.Store(true)
-			l.d.check(r.key)
+			t.d.check(r.key)
 		}
 		if last {
 			return

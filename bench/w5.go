@@ -147,8 +147,8 @@ func w5(d delayed, rate int, length time.Duration) result {
 	allEnded := make(chan struct{})
 	var lagMu sync.Mutex
 	var lags []time.Duration
-	var l *traffic
-	l = newTraffic(d, func(r *request, exp bool) {
+	var t *traffic
+	t = newTraffic(d, func(r *request, exp bool) {
 		if r.endedN.Load() > 1 {
 			twice.Add(1)
 		}
@@ -156,7 +156,7 @@ func w5(d delayed, rate int, length time.Duration) result {
 			expired.Add(1)
 		} else {
 			completed.Add(1)
-			lag := l.elapsed() - r.event
+			lag := t.elapsed() - r.event
 			lagMu.Lock()
 			lags = append(lags, lag)
 			lagMu.Unlock()
@@ -167,7 +167,7 @@ func w5(d delayed, rate int, length time.Duration) result {
 	})
 
 	cpu0 := cpuTime()
-	l.run(n, length, 5)
+	t.run(n, length, 5)
 	select {
 	case <-allEnded:
 	case <-time.After(w5Timeout + 30*time.Second):
@@ -198,7 +198,7 @@ func w5(d delayed, rate int, length time.Duration) result {
 		"peak_rss_mb":        peakRSSMB(),
 		"lag_p50_ms":         lagMs(0.5),
 		"lag_p99_ms":         lagMs(0.99),
-		"arrivals_behind_ms": float64(l.behind.Load()) / 1e6,
+		"arrivals_behind_ms": float64(t.behind.Load()) / 1e6,
 		"keeps_up":           keepsUp,
 	}}
 }
