@@ -6,7 +6,6 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/purgatory-go/purgatory/purgatory"
@@ -31,20 +30,7 @@ func soak(p params) error {
 	if err != nil {
 		return err
 	}
-	var ended, twice, completed, expired atomic.Int64
-	onEnd := func(r *request, exp bool) {
-		if r.endedN.Load() > 1 {
-			twice.Add(1)
-		}
-		if exp {
-			expired.Add(1)
-		} else {
-			completed.Add(1)
-		}
-		ended.Add(1)
-	}
-
-	t := newTraffic(lib{pg}, onEnd)
+	t := newTraffic(lib{pg}, nil)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -60,7 +46,7 @@ func soak(p params) error {
 		heap := float64(m.HeapAlloc) / (1 << 20)
 		heaps = append(heaps, heap)
 		fmt.Printf("%8v %10d %9d %9d %10d %9.1f %9.1f %12d %12d %10v\n", t.elapsed().Round(time.Second), t.added.Load(),
-			pg.Delayed(), pg.Watched(), runtime.NumGoroutine(), heap, rssMB(), completed.Load(), expired.Load(),
+			pg.Delayed(), pg.Watched(), runtime.NumGoroutine(), heap, rssMB(), t.completed.Load(), t.expired.Load(),
 			t.eventsLag().Round(time.Millisecond))
 	}
 	tick := time.NewTicker(every)
@@ -73,16 +59,17 @@ func soak(p params) error {
 		}
 	}
 	tick.Stop()
-	for grace := time.Now(); ended.Load() < t.added.Load() && time.Since(grace) < 5*time.Second; {
-		time.Sleep(10 * time.Millisecond) // the last timeouts, if the driver runs behind
+	select { // the last timeouts, if the driver runs behind
+	case <-t.allEnded:
+	case <-time.After(5 * time.Second):
 	}
 	line()
 	pg.Close()
 
-	total := t.added.Load()
+	total, completed := t.added.Load(), t.completed.Load()
 	fmt.Printf("soak: %d added, %d completed (%.1f %%), %d expired, %d ended twice, %d lost\n",
-		total, completed.Load(), 100*float64(completed.Load())/float64(total), expired.Load(), twice.Load(), total-ended.Load())
-	if twice.Load() != 0 || ended.Load() != total {
+		total, completed, 100*float64(completed)/float64(total), t.expired.Load(), t.twice.Load(), total-t.ended.Load())
+	if t.twice.Load() != 0 || t.ended.Load() != total {
 		return fmt.Errorf("soak: accounting failed")
 	}
 	// Flat memory: the heap in the second half stays within 1.5x of the first

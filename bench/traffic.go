@@ -16,27 +16,34 @@ import (
 //
 // Events wait in 1 ms slots and a slot is delivered once it has passed, so an
 // event is never delivered before it is due and at most about 1 ms after.
+//
+// It also tallies how the requests end, from their callbacks.
 type traffic struct {
-	d     delayed
-	onEnd func(r *request, expired bool)
+	d           delayed
+	onCompleted func(r *request) // if not nil, called as each completion is counted
 
-	begin   time.Time
-	added   atomic.Int64
-	behind  atomic.Int64 // how late the last arrival was, ns
-	cursor  atomic.Int64 // the next slot the event goroutine takes; written under mu
-	mu      sync.Mutex
-	slots   map[int64][]*request // by due millisecond since begin
-	arrived bool                 // every request has arrived; guarded by mu
+	begin    time.Time
+	n        int64         // requests to send; set before any is
+	allEnded chan struct{} // closed when all n have ended
+
+	added, completed, expired, ended atomic.Int64
+	twice                            atomic.Int64 // requests that ended more than once
+	behind                           atomic.Int64 // how late the last arrival was, ns
+	cursor                           atomic.Int64 // the next slot the event goroutine takes; written under mu
+	mu                               sync.Mutex
+	slots                            map[int64][]*request // by due millisecond since begin
+	arrived                          bool                 // every request has arrived; guarded by mu
 }
 
-func newTraffic(d delayed, onEnd func(r *request, expired bool)) *traffic {
-	return &traffic{d: d, onEnd: onEnd, slots: map[int64][]*request{}}
+func newTraffic(d delayed, onCompleted func(r *request)) *traffic {
+	return &traffic{d: d, onCompleted: onCompleted, allEnded: make(chan struct{}), slots: map[int64][]*request{}}
 }
 
 // run sends the n requests and their events, and returns once the last
 // event has been delivered. Requests may still be pending then, until they
-// expire.
+// expire; allEnded says when none is.
 func (t *traffic) run(n int, length time.Duration, seed uint64) {
+	t.n = int64(n)
 	t.begin = time.Now()
 	var wg sync.WaitGroup
 	wg.Go(func() { t.arrivals(n, length, seed) })
@@ -61,7 +68,7 @@ func (t *traffic) arrivals(n int, length time.Duration, seed uint64) {
 		if ahead := at - t.elapsed(); ahead > 0 {
 			time.Sleep(ahead)
 		}
-		r := &request{onEnd: t.onEnd, key: rng.IntN(w5Keys)}
+		r := &request{traffic: t, key: rng.IntN(w5Keys)}
 		if rng.Float64() < w5EventShare {
 			r.event = at + time.Duration(rng.Int64N(int64(w5EventWindow)))
 			t.mu.Lock()
@@ -77,6 +84,24 @@ func (t *traffic) arrivals(n int, length time.Duration, seed uint64) {
 	t.mu.Lock()
 	t.arrived = true
 	t.mu.Unlock()
+}
+
+// end counts r's ending; the request's callbacks call it.
+func (t *traffic) end(r *request, expired bool) {
+	if r.endedN.Add(1) > 1 {
+		t.twice.Add(1)
+	}
+	if expired {
+		t.expired.Add(1)
+	} else {
+		t.completed.Add(1)
+		if t.onCompleted != nil {
+			t.onCompleted(r)
+		}
+	}
+	if t.ended.Add(1) == t.n {
+		close(t.allEnded)
+	}
 }
 
 // arrivalAt is when request i of n arriving evenly over length arrives. It

@@ -17,11 +17,11 @@ var purgatorySystems = []string{"purgatory", "naive"}
 // arrived.
 type request struct {
 	purgatory.Op
-	ready  atomic.Bool
-	event  time.Duration // when its event was due, since the run began
-	key    int           // the key it is watched under (soak)
-	endedN atomic.Int32  // how many times it ended: must be exactly 1
-	onEnd  func(r *request, expired bool)
+	ready   atomic.Bool
+	event   time.Duration // when its event was due, since the run began
+	key     int           // the key it is watched under (soak)
+	endedN  atomic.Int32  // how many times it ended: must be exactly 1
+	traffic *traffic      // counts how it ends
 }
 
 func (r *request) TryComplete() bool { return r.ready.Load() }
@@ -30,11 +30,8 @@ func (r *request) OnComplete() {
 		r.end(false)
 	}
 }
-func (r *request) OnExpiration() { r.end(true) }
-func (r *request) end(expired bool) {
-	r.endedN.Add(1)
-	r.onEnd(r, expired)
-}
+func (r *request) OnExpiration()    { r.end(true) }
+func (r *request) end(expired bool) { r.traffic.end(r, expired) }
 
 // delayed is what W5 drives: this library's purgatory, or the naive one.
 type delayed interface {
@@ -143,33 +140,20 @@ const (
 // traffic.
 func w5(d delayed, rate int, length time.Duration) result {
 	n := int(float64(rate) * length.Seconds())
-	var completed, expired, ended, twice atomic.Int64
-	allEnded := make(chan struct{})
 	var lagMu sync.Mutex
 	var lags []time.Duration
 	var t *traffic
-	t = newTraffic(d, func(r *request, exp bool) {
-		if r.endedN.Load() > 1 {
-			twice.Add(1)
-		}
-		if exp {
-			expired.Add(1)
-		} else {
-			completed.Add(1)
-			lag := t.elapsed() - r.event
-			lagMu.Lock()
-			lags = append(lags, lag)
-			lagMu.Unlock()
-		}
-		if ended.Add(1) == int64(n) {
-			close(allEnded)
-		}
+	t = newTraffic(d, func(r *request) {
+		lag := t.elapsed() - r.event
+		lagMu.Lock()
+		lags = append(lags, lag)
+		lagMu.Unlock()
 	})
 
 	cpu0 := cpuTime()
 	t.run(n, length, 5)
 	select {
-	case <-allEnded:
+	case <-t.allEnded:
 	case <-time.After(w5Timeout + 30*time.Second):
 	}
 	cpu := cpuTime() - cpu0
@@ -183,7 +167,7 @@ func w5(d delayed, rate int, length time.Duration) result {
 		}
 		return float64(lags[min(int(q*float64(len(lags))), len(lags)-1)]) / 1e6
 	}
-	completedPct := 100 * float64(completed.Load()) / float64(n)
+	completedPct := 100 * float64(t.completed.Load()) / float64(n)
 	keepsUp := 0.0
 	if lagMs(0.5) < 10 && math.Abs(completedPct-w5Expected) <= 1 {
 		keepsUp = 1
@@ -191,9 +175,9 @@ func w5(d delayed, rate int, length time.Duration) result {
 	return result{Metrics: map[string]float64{
 		"rate":               float64(rate),
 		"completed_pct":      completedPct,
-		"expired_pct":        100 * float64(expired.Load()) / float64(n),
-		"lost":               float64(int64(n) - ended.Load()),
-		"ended_twice":        float64(twice.Load()),
+		"expired_pct":        100 * float64(t.expired.Load()) / float64(n),
+		"lost":               float64(int64(n) - t.ended.Load()),
+		"ended_twice":        float64(t.twice.Load()),
 		"cpu_s":              cpu.Seconds(),
 		"peak_rss_mb":        peakRSSMB(),
 		"lag_p50_ms":         lagMs(0.5),

@@ -76,24 +76,8 @@ func (c *purgatoryCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.delayed, prometheus.GaugeValue, float64(s.Delayed))
 	ch <- prometheus.MustNewConstMetric(c.added, prometheus.CounterValue, float64(s.Added))
 	for _, o := range outcomes {
-		ch <- prometheus.MustNewConstMetric(c.ends, prometheus.CounterValue, float64(count(s, o.outcome)), o.label)
+		ch <- prometheus.MustNewConstMetric(c.ends, prometheus.CounterValue, float64(s.Ended(o.outcome)), o.label)
 	}
-}
-
-func count(s purgatory.Stats, o purgatory.Outcome) int64 {
-	switch o {
-	case purgatory.Completed:
-		return s.Completed
-	case purgatory.Forced:
-		return s.Forced
-	case purgatory.Expired:
-		return s.Expired
-	case purgatory.ContextDone:
-		return s.ContextDone
-	case purgatory.Cancelled:
-		return s.Cancelled
-	}
-	return 0
 }
 
 // DefaultDurationBuckets are the buckets of purgatory_operation_duration_seconds:

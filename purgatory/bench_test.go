@@ -2,10 +2,8 @@ package purgatory_test
 
 import (
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,9 +14,8 @@ import (
 // arrived (ready), and records how it ended.
 type request struct {
 	purgatory.Op
-	ready   atomic.Bool
-	readyAt atomic.Int64 // ns since the run began, when the event arrived
-	ended   func(r *request, expired bool)
+	ready atomic.Bool
+	ended func(r *request, expired bool)
 }
 
 func (r *request) TryComplete() bool { return r.ready.Load() }
@@ -146,102 +143,6 @@ func BenchmarkWatchComplete(b *testing.B) {
 	})
 }
 
-// BenchmarkW5 is workload W5 of DESIGN.md at a tenth of its length: requests
-// arrive at 100,000/s for 1 s, each watching 1 of 1,000 keys with a 1 s
-// timeout; 80 % get a completion event (CheckAndComplete on their key, from one
-// goroutine) at U[0, 2 s) after arrival, so about 40 % complete and 60 % expire.
-// Reported per run: completed-% and expired-% of all requests, cpu-s (user +
-// system CPU of the process during the run) and lag-ms-p50 (from an event to
-// its request completing).
-func BenchmarkW5(b *testing.B) {
-	systems(b, func(b *testing.B, s system) {
-		var completedPct, expiredPct, cpu, lag float64
-		for b.Loop() {
-			completedPct, expiredPct, cpu, lag = runW5(b, s, 100_000, time.Second)
-		}
-		b.ReportMetric(completedPct, "completed-%")
-		b.ReportMetric(expiredPct, "expired-%")
-		b.ReportMetric(cpu, "cpu-s")
-		b.ReportMetric(lag, "lag-ms-p50")
-	})
-}
-
-func runW5(b *testing.B, s system, rate int, length time.Duration) (completedPct, expiredPct, cpu, lagMs float64) {
-	const keys, timeout = 1000, time.Second
-	n := int(float64(rate) * length.Seconds())
-	rng := rand.New(rand.NewPCG(5, 5))
-	type event struct {
-		at  time.Duration
-		req *request
-		key int
-	}
-	var completed, expired, endings atomic.Int64
-	var lagMu sync.Mutex
-	lags := make([]time.Duration, 0, n)
-	begin := time.Now()
-	allEnded := make(chan struct{})
-	ended := func(r *request, exp bool) {
-		if exp {
-			expired.Add(1)
-		} else {
-			completed.Add(1)
-			l := time.Since(begin) - time.Duration(r.readyAt.Load())
-			lagMu.Lock()
-			lags = append(lags, l)
-			lagMu.Unlock()
-		}
-		if endings.Add(1) == int64(n) {
-			close(allEnded)
-		}
-	}
-	reqs := make([]*request, n)
-	keyOf := make([]int, n)
-	var events []event
-	for i := range reqs {
-		reqs[i] = &request{ended: ended}
-		keyOf[i] = rng.IntN(keys)
-		if rng.IntN(10) < 8 {
-			arrival := time.Duration(i) * length / time.Duration(n)
-			events = append(events, event{arrival + time.Duration(rng.Int64N(int64(2*time.Second))), reqs[i], keyOf[i]})
-		}
-	}
-	slices.SortFunc(events, func(a, b event) int { return int(a.at - b.at) })
-
-	cpuBefore := cpuTime()
-	begin = time.Now()
-	var wg sync.WaitGroup
-	wg.Go(func() { // arrivals, paced in 1 ms steps
-		for i, r := range reqs {
-			if at := time.Duration(i) * length / time.Duration(n); at > time.Since(begin)+time.Millisecond {
-				time.Sleep(at - time.Since(begin))
-			}
-			s.add(r, keyOf[i], timeout)
-		}
-	})
-	wg.Go(func() { // completion events, from one goroutine
-		for _, e := range events {
-			if e.at > time.Since(begin)+time.Millisecond {
-				time.Sleep(e.at - time.Since(begin))
-			}
-			e.req.readyAt.Store(int64(time.Since(begin)))
-			e.req.ready.Store(true)
-			s.check(e.key)
-		}
-	})
-	wg.Wait()
-	select {
-	case <-allEnded:
-	case <-time.After(10 * time.Second):
-		b.Fatalf("only %d of %d requests ended", endings.Load(), n)
-	}
-	cpu = (cpuTime() - cpuBefore).Seconds()
-	slices.Sort(lags)
-	if len(lags) > 0 {
-		lagMs = float64(lags[len(lags)/2]) / 1e6
-	}
-	return 100 * float64(completed.Load()) / float64(n), 100 * float64(expired.Load()) / float64(n), cpu, lagMs
-}
-
 // BenchmarkCheckWalk is W5's steady state without the clock: 80,000 requests
 // that cannot complete, 80 on each of 1,000 keys, and CheckAndComplete on a
 // random key. It reports ns per operation tried, the cost that W5's quadratic
@@ -261,14 +162,6 @@ func BenchmarkCheckWalk(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/perKey, "ns/try")
 	})
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 type noopObserver struct{}

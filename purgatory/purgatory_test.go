@@ -469,3 +469,13 @@ func TestExpirationPanicIsReported(t *testing.T) {
 type panicOp struct{ *testOp }
 
 func (o *panicOp) OnExpiration() { panic("expiration failed") }
+
+func TestStatsEnded(t *testing.T) {
+	s := purgatory.Stats{Completed: 1, Forced: 2, Expired: 3, ContextDone: 4, Cancelled: 5}
+	for o, want := range map[purgatory.Outcome]int64{
+		purgatory.Pending: 0, purgatory.Completed: 1, purgatory.Forced: 2, purgatory.Expired: 3,
+		purgatory.ContextDone: 4, purgatory.Cancelled: 5, purgatory.Cancelled + 1: 0,
+	} {
+		require.Equal(t, want, s.Ended(o), "Ended(%v)", o)
+	}
+}

@@ -22,9 +22,27 @@ type Stats struct {
 	Cancelled   int64 // removed by CancelForKey
 }
 
+// Ended returns how many operations ended with outcome o; zero for Pending
+// or an unknown outcome.
+func (s Stats) Ended(o Outcome) int64 {
+	switch o {
+	case Completed:
+		return s.Completed
+	case Forced:
+		return s.Forced
+	case Expired:
+		return s.Expired
+	case ContextDone:
+		return s.ContextDone
+	case Cancelled:
+		return s.Cancelled
+	}
+	return 0
+}
+
 type counters struct {
-	watched, delayed                                     atomic.Int64
-	added, completed, forced, expired, ctxDone, canceled atomic.Int64
+	watched, delayed, added atomic.Int64
+	ended                   [Cancelled + 1]atomic.Int64 // by Outcome; Pending's stays 0
 
 	observer Observer  // nil: no clock is read per operation
 	epoch    time.Time // Op.start is measured from here
@@ -32,18 +50,7 @@ type counters struct {
 
 func (c *counters) record(o Outcome) {
 	c.delayed.Add(-1)
-	switch o {
-	case Completed:
-		c.completed.Add(1)
-	case Forced:
-		c.forced.Add(1)
-	case Expired:
-		c.expired.Add(1)
-	case ContextDone:
-		c.ctxDone.Add(1)
-	case Cancelled:
-		c.canceled.Add(1)
-	}
+	c.ended[o].Add(1)
 }
 
 func (c *counters) snapshot() Stats {
@@ -51,10 +58,10 @@ func (c *counters) snapshot() Stats {
 		Watched:     int(c.watched.Load()),
 		Delayed:     int(c.delayed.Load()),
 		Added:       c.added.Load(),
-		Completed:   c.completed.Load(),
-		Forced:      c.forced.Load(),
-		Expired:     c.expired.Load(),
-		ContextDone: c.ctxDone.Load(),
-		Cancelled:   c.canceled.Load(),
+		Completed:   c.ended[Completed].Load(),
+		Forced:      c.ended[Forced].Load(),
+		Expired:     c.ended[Expired].Load(),
+		ContextDone: c.ended[ContextDone].Load(),
+		Cancelled:   c.ended[Cancelled].Load(),
 	}
 }
