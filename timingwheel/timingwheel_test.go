@@ -174,26 +174,27 @@ func TestStopAndReset(t *testing.T) {
 }
 
 func TestConcurrentStopWinsOnce(t *testing.T) {
-	tw := start(t)
-	for i := range 200 {
-		var ran atomic.Int32
-		tm := tw.AfterFunc(time.Duration(i%3)*time.Millisecond, func() { ran.Add(1) })
-		var wins atomic.Int32
-		var wg sync.WaitGroup
-		for range 4 {
-			wg.Go(func() {
-				if tm.Stop() {
-					wins.Add(1)
-				}
-			})
+	synctest.Test(t, func(t *testing.T) {
+		tw := start(t)
+		for i := range 200 {
+			var ran atomic.Int32
+			tm := tw.AfterFunc(time.Duration(i%3)*time.Millisecond, func() { ran.Add(1) })
+			var wins atomic.Int32
+			var wg sync.WaitGroup
+			for range 4 {
+				wg.Go(func() {
+					if tm.Stop() {
+						wins.Add(1)
+					}
+				})
+			}
+			wg.Wait()
+			require.LessOrEqual(t, wins.Load(), int32(1), "Stop returned true twice")
+			time.Sleep(5 * time.Millisecond) // a run that was not stopped has happened by now
+			synctest.Wait()
+			require.EqualValues(t, 1, wins.Load()+ran.Load(), "stopped and also ran, or neither")
 		}
-		wg.Wait()
-		require.LessOrEqual(t, wins.Load(), int32(1), "Stop returned true twice")
-		for wins.Load() == 0 && ran.Load() == 0 {
-			time.Sleep(time.Millisecond) // the run was not stopped: it must happen
-		}
-		require.EqualValues(t, 1, wins.Load()+ran.Load(), "stopped and also ran, or neither")
-	}
+	})
 }
 
 func TestNilAndZeroTimer(t *testing.T) {
