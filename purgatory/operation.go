@@ -184,11 +184,14 @@ func (o *Op) complete(impl Operation, outcome Outcome) {
 func (o *Op) expire()      { o.end(Expired) }
 func (o *Op) contextDone() { o.end(ContextDone) }
 
-// end completes the bound operation with outcome unless it has ended already.
-func (o *Op) end(outcome Outcome) {
-	if o.claim(outcome) {
-		o.complete(o.impl, outcome)
+// end completes the bound operation with outcome unless it has ended already,
+// and reports whether it did.
+func (o *Op) end(outcome Outcome) bool {
+	if !o.claim(outcome) {
+		return false
 	}
+	o.complete(o.impl, outcome)
+	return true
 }
 
 // bind makes the operation part of a purgatory, once: it records the

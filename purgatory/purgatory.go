@@ -3,6 +3,7 @@ package purgatory
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,26 +89,26 @@ func (p *Purgatory[K]) TryCompleteElseWatch(op Operation, keys ...K) bool {
 		return false
 	}
 	if p.closed.Load() {
-		p.expire(op)
+		o.expire()
 		return false
 	}
 
 	lock := o.locker()
 	lock.Lock()
-	if op.TryComplete() && o.claim(Completed) {
+	if o.tryClaim(op) {
 		lock.Unlock()
 		o.complete(op, Completed)
 		return true
 	}
 	for i, key := range keys {
-		if duplicate(keys[:i], key) {
-			continue
+		if slices.Contains(keys[:i], key) {
+			continue // watched once
 		}
 		if !p.watchers.watch(o, key) {
 			break // completed from outside meanwhile
 		}
 	}
-	if o.state.Load() == int32(Pending) && op.TryComplete() && o.claim(Completed) {
+	if o.tryClaim(op) {
 		lock.Unlock()
 		o.complete(op, Completed)
 		return true
@@ -123,20 +124,7 @@ func (p *Purgatory[K]) TryCompleteElseWatch(op Operation, keys ...K) bool {
 	// and then reads closed. So if Close's sweep missed op, this read sees
 	// closed, and op is expired here rather than left on a stopped wheel.
 	if p.closed.Load() {
-		p.expire(op)
-	}
-	return false
-}
-
-func (p *Purgatory[K]) expire(op Operation) { op.op().end(Expired) }
-
-// duplicate reports whether key is among keys. Watches name few keys, so a
-// scan beats a map.
-func duplicate[K comparable](keys []K, key K) bool {
-	for _, k := range keys {
-		if k == key {
-			return true
-		}
+		o.expire()
 	}
 	return false
 }
@@ -195,8 +183,7 @@ func (p *Purgatory[K]) tryComplete(o *Op) bool {
 func (p *Purgatory[K]) CancelForKey(key K) []Operation {
 	var cancelled []Operation
 	for _, o := range p.watchers.take(key) {
-		if o.claim(Cancelled) {
-			o.complete(o.impl, Cancelled)
+		if o.end(Cancelled) {
 			cancelled = append(cancelled, o.impl)
 		}
 	}
@@ -229,7 +216,7 @@ func (p *Purgatory[K]) Close() {
 	}
 	p.watchers.each(func(ops []*Op) {
 		for _, o := range ops {
-			p.expire(o.impl)
+			o.expire()
 		}
 	})
 	if p.ownsWheel {
