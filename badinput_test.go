@@ -85,17 +85,26 @@ func TestBadInput(t *testing.T) {
 			require.True(t, tm.Reset(math.MaxInt64))
 			require.True(t, tm.Stop())
 		}},
-		{"zero, negative and MaxInt64 operation timeouts", func(t *testing.T) {
+		{"zero operation timeout is a forgotten field: it panics before anything changes", func(t *testing.T) {
 			p := purgatoryFor(t)
-			ops := []*simpleOp{newSimple(0), newSimple(-time.Hour), newSimple(math.MaxInt64)}
+			op := newSimple(0)
+			misuse(t, "purgatory: Op.Timeout is zero", func() { p.TryCompleteElseWatch(op, "k") })
+			require.Equal(t, purgatory.Stats{}, p.Stats())
+			op.Timeout = time.Second
+			require.False(t, p.TryCompleteElseWatch(op, "k"), "the same op can then be added")
+		}},
+		{"negative and MaxInt64 (NoTimeout) operation timeouts", func(t *testing.T) {
+			p := purgatoryFor(t)
+			ops := []*simpleOp{newSimple(-time.Hour), newSimple(math.MaxInt64)}
 			for i, op := range ops {
 				require.False(t, p.TryCompleteElseWatch(op, fmt.Sprint(i)))
 			}
+			time.Sleep(time.Hour)
 			synctest.Wait()
 			require.Equal(t, purgatory.Expired, ops[0].Outcome())
-			require.Equal(t, purgatory.Expired, ops[1].Outcome())
-			require.Equal(t, purgatory.Pending, ops[2].Outcome())
+			require.Equal(t, purgatory.Pending, ops[1].Outcome())
 			require.Equal(t, 1, p.Delayed())
+			require.Zero(t, p.TimingWheel().Len(), "NoTimeout arms no timer")
 		}},
 		{"tick below 1µs or not positive", func(t *testing.T) {
 			for _, d := range []time.Duration{0, -1, time.Nanosecond, 999 * time.Nanosecond} {
@@ -193,17 +202,18 @@ func TestBadInput(t *testing.T) {
 			p.TryCompleteElseWatch(pending, "k")
 			p.Close()
 			p.Close()
-			require.Equal(t, purgatory.Expired, pending.Outcome())
+			require.Equal(t, purgatory.Closed, pending.Outcome())
 			late := newSimple(time.Hour)
 			require.False(t, p.TryCompleteElseWatch(late, "k"))
-			require.Equal(t, purgatory.Expired, late.Outcome(), "added after Close: expired at once, not dropped")
-			require.EqualValues(t, 1, late.expired.Load())
+			require.Equal(t, purgatory.Closed, late.Outcome(), "added after Close: ended at once, not dropped")
+			require.EqualValues(t, 1, late.completed.Load())
+			require.Zero(t, late.expired.Load())
 			require.Zero(t, p.CheckAndComplete("k"))
 			require.Empty(t, p.CancelForKey("k"))
 			require.False(t, purgatory.ForceComplete(late))
 			require.Zero(t, p.Delayed())
 			require.Zero(t, p.Watched())
-			require.Equal(t, purgatory.Stats{Added: 2, Expired: 2}, p.Stats())
+			require.Equal(t, purgatory.Stats{Added: 2, Closed: 2}, p.Stats())
 		}},
 		{"Stop from inside a callback, with either executor", func(t *testing.T) {
 			for _, exec := range []timingwheel.Executor{timingwheel.InlineExecutor(), timingwheel.PoolExecutor(2)} {
@@ -227,7 +237,7 @@ func TestBadInput(t *testing.T) {
 			time.Sleep(time.Millisecond)
 			synctest.Wait()
 			require.Equal(t, purgatory.Expired, closer.Outcome())
-			require.Equal(t, purgatory.Expired, other.Outcome(), "Close from a callback expired the rest")
+			require.Equal(t, purgatory.Closed, other.Outcome(), "Close from a callback ended the rest")
 			p.Close()
 		}},
 		{"AdvanceClock on a started wheel", func(t *testing.T) {

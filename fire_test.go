@@ -110,7 +110,7 @@ func TestExactlyOnceUnderFire(t *testing.T) {
 						ft.reps.Add(1)
 					}
 				case r < 80: // a new operation on 1 to 3 of 64 keys
-					op := newSimple(time.Duration(rng.IntN(3000)) * time.Microsecond)
+					op := newSimple(time.Duration(1+rng.IntN(3000)) * time.Microsecond)
 					if rng.IntN(5) == 0 {
 						ctx, cancel := context.WithCancel(context.Background())
 						op.Context = ctx
@@ -181,6 +181,8 @@ func TestExactlyOnceUnderFire(t *testing.T) {
 				want.ContextDone++
 			case purgatory.Cancelled:
 				want.Cancelled++
+			case purgatory.Closed:
+				want.Closed++
 			default:
 				t.Fatalf("operation %d was left %v", i, out)
 			}

@@ -50,9 +50,9 @@ func TestWheelStopHandsBackEverything(t *testing.T) {
 	}
 }
 
-// The purgatory's policy: Close expires every pending operation, with
-// OnComplete and OnExpiration, whatever it was waiting on.
-func TestPurgatoryCloseExpiresEverything(t *testing.T) {
+// The purgatory's policy: Close ends every pending operation with Outcome
+// Closed, running OnComplete but not OnExpiration, whatever it was waiting on.
+func TestPurgatoryCloseEndsEverything(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p, err := purgatory.New[int]("closing")
 		require.NoError(t, err)
@@ -76,8 +76,9 @@ func TestPurgatoryCloseExpiresEverything(t *testing.T) {
 		require.EqualValues(t, n, st.Added)
 		require.Zero(t, st.Delayed)
 		require.Zero(t, st.Watched)
-		require.EqualValues(t, n, st.Completed+st.Expired, "every operation ended")
-		require.EqualValues(t, before.Delayed, st.Expired-before.Expired, "Close expired exactly what was pending")
+		require.EqualValues(t, n, st.Completed+st.Expired+st.Closed, "every operation ended")
+		require.EqualValues(t, before.Delayed, st.Closed, "Close ended exactly what was pending")
+		require.Equal(t, before.Expired, st.Expired, "Close is not a timeout")
 		for i, op := range ops {
 			require.EqualValues(t, 1, op.completed.Load(), "operation %d", i)
 			require.Equal(t, op.Outcome() == purgatory.Expired, op.expired.Load() == 1, "operation %d", i)

@@ -68,7 +68,7 @@ func TestPurgatoryCollector(t *testing.T) {
 
 		c := metrics.NewPurgatoryCollector(p, "produce")
 		require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(`
-# HELP purgatory_delayed_operations Operations added and not yet completed, expired or cancelled (Kafka's NumDelayedOperations).
+# HELP purgatory_delayed_operations Operations added and not yet ended (Kafka's NumDelayedOperations).
 # TYPE purgatory_delayed_operations gauge
 purgatory_delayed_operations{purgatory="produce"} 1
 # HELP purgatory_operations_added_total Operations added with TryCompleteElseWatch.
@@ -77,6 +77,7 @@ purgatory_operations_added_total{purgatory="produce"} 7
 # HELP purgatory_operations_total Operations ended, by outcome.
 # TYPE purgatory_operations_total counter
 purgatory_operations_total{outcome="cancelled",purgatory="produce"} 1
+purgatory_operations_total{outcome="closed",purgatory="produce"} 0
 purgatory_operations_total{outcome="completed",purgatory="produce"} 2
 purgatory_operations_total{outcome="context_done",purgatory="produce"} 1
 purgatory_operations_total{outcome="expired",purgatory="produce"} 1
@@ -96,6 +97,12 @@ purgatory_operation_duration_seconds_bucket{outcome="cancelled",purgatory="produ
 purgatory_operation_duration_seconds_bucket{outcome="cancelled",purgatory="produce",le="+Inf"} 1
 purgatory_operation_duration_seconds_sum{outcome="cancelled",purgatory="produce"} 0.005
 purgatory_operation_duration_seconds_count{outcome="cancelled",purgatory="produce"} 1
+purgatory_operation_duration_seconds_bucket{outcome="closed",purgatory="produce",le="0.01"} 0
+purgatory_operation_duration_seconds_bucket{outcome="closed",purgatory="produce",le="0.1"} 0
+purgatory_operation_duration_seconds_bucket{outcome="closed",purgatory="produce",le="1"} 0
+purgatory_operation_duration_seconds_bucket{outcome="closed",purgatory="produce",le="+Inf"} 0
+purgatory_operation_duration_seconds_sum{outcome="closed",purgatory="produce"} 0
+purgatory_operation_duration_seconds_count{outcome="closed",purgatory="produce"} 0
 purgatory_operation_duration_seconds_bucket{outcome="completed",purgatory="produce",le="0.01"} 2
 purgatory_operation_duration_seconds_bucket{outcome="completed",purgatory="produce",le="0.1"} 2
 purgatory_operation_duration_seconds_bucket{outcome="completed",purgatory="produce",le="1"} 2
@@ -124,10 +131,18 @@ purgatory_operation_duration_seconds_count{outcome="forced",purgatory="produce"}
 
 		p.Close()
 		require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(`
-# HELP purgatory_delayed_operations Operations added and not yet completed, expired or cancelled (Kafka's NumDelayedOperations).
+# HELP purgatory_delayed_operations Operations added and not yet ended (Kafka's NumDelayedOperations).
 # TYPE purgatory_delayed_operations gauge
 purgatory_delayed_operations{purgatory="produce"} 0
-`), "purgatory_delayed_operations"), "a closed purgatory still scrapes; Close expired the pending one")
+# HELP purgatory_operations_total Operations ended, by outcome.
+# TYPE purgatory_operations_total counter
+purgatory_operations_total{outcome="cancelled",purgatory="produce"} 1
+purgatory_operations_total{outcome="closed",purgatory="produce"} 1
+purgatory_operations_total{outcome="completed",purgatory="produce"} 2
+purgatory_operations_total{outcome="context_done",purgatory="produce"} 1
+purgatory_operations_total{outcome="expired",purgatory="produce"} 1
+purgatory_operations_total{outcome="forced",purgatory="produce"} 1
+`), "purgatory_delayed_operations", "purgatory_operations_total"), "a closed purgatory still scrapes; Close ended the pending one as closed")
 	})
 }
 

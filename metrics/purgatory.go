@@ -33,6 +33,7 @@ var outcomes = [...]struct {
 	{purgatory.Expired, "expired"},
 	{purgatory.ContextDone, "context_done"},
 	{purgatory.Cancelled, "cancelled"},
+	{purgatory.Closed, "closed"},
 }
 
 type purgatoryCollector struct {
@@ -47,7 +48,7 @@ type purgatoryCollector struct {
 //	purgatory_watched_operations                 gauge    Kafka's PurgatorySize
 //	purgatory_delayed_operations                 gauge    Kafka's NumDelayedOperations
 //	purgatory_operations_added_total             counter
-//	purgatory_operations_total{outcome}          counter  completed, forced, expired, context_done, cancelled
+//	purgatory_operations_total{outcome}          counter  completed, forced, expired, context_done, cancelled, closed
 func NewPurgatoryCollector(p PurgatoryStats, name string) prometheus.Collector {
 	labels := prometheus.Labels{"purgatory": name}
 	return &purgatoryCollector{
@@ -55,7 +56,7 @@ func NewPurgatoryCollector(p PurgatoryStats, name string) prometheus.Collector {
 		watched: prometheus.NewDesc("purgatory_watched_operations",
 			"Operations watched, counted once per key they are watched under (Kafka's PurgatorySize).", nil, labels),
 		delayed: prometheus.NewDesc("purgatory_delayed_operations",
-			"Operations added and not yet completed, expired or cancelled (Kafka's NumDelayedOperations).", nil, labels),
+			"Operations added and not yet ended (Kafka's NumDelayedOperations).", nil, labels),
 		added: prometheus.NewDesc("purgatory_operations_added_total",
 			"Operations added with TryCompleteElseWatch.", nil, labels),
 		ends: prometheus.NewDesc("purgatory_operations_total",
@@ -94,7 +95,7 @@ type PurgatoryObserver struct {
 }
 
 // maxOutcome is the largest outcome, sizing PurgatoryObserver's lookup table.
-const maxOutcome = purgatory.Cancelled
+const maxOutcome = purgatory.Closed
 
 // NewPurgatoryObserver returns a PurgatoryObserver with the given histogram
 // buckets in seconds, or DefaultDurationBuckets if buckets is nil.

@@ -33,6 +33,47 @@
 // rather than a method of Op, so that it can run OnComplete even before the
 // operation is added.
 //
+// # Timeouts
+//
+// Op.Timeout must be set: zero is taken for a forgotten field and
+// TryCompleteElseWatch panics on it, unless Op.Context has a deadline, which
+// then bounds the wait. [NoTimeout] waits without one. An operation ended by
+// Close has its own Outcome, Closed, and runs OnComplete but not OnExpiration:
+// a rolling restart is not a burst of timeouts.
+//
+// # Re-entrancy
+//
+// Every method may be called from inside any callback. In particular
+// TryComplete may call CheckAndComplete, even on its own key, and
+// TryCompleteElseWatch or ForceComplete: a try of an operation that is already
+// being tried does not wait, it asks the goroutine trying it to try once more,
+// so nothing deadlocks and no completion event is missed. Go's locks are not
+// re-entrant, so the one exception is Op.Locker: TryComplete of an operation
+// with a Locker must not cause a try of another operation with the same
+// Locker (by CheckAndComplete on a key that watches it) on the same goroutine.
+// OnComplete and OnExpiration run with no library lock held and may call
+// anything, Close included.
+//
+// # Panics
+//
+// Every call into user code (TryComplete, OnComplete, OnExpiration, the
+// Observer, the panic handler) may panic. Afterwards no library lock and no
+// operation's lock is held, the counters balance, and every operation still
+// ends exactly once:
+//
+//   - On the caller's own goroutine the panic continues to the caller. A
+//     panic in TryComplete during TryCompleteElseWatch undoes the call (the
+//     operation is left unwatched, unarmed and uncounted); during
+//     CheckAndComplete it leaves the operation pending, with its timeout
+//     running, and the key's other operations are still tried. A panic in
+//     OnComplete or the Observer comes after the operation has ended and been
+//     counted; OnComplete and then OnExpiration run even if the one before
+//     them panicked.
+//   - On a goroutine the library owns (a timeout, a context's AfterFunc,
+//     Close's sweep) the panic is recovered, counted in Stats.Panics, and
+//     passed to the WithPanicHandler function or, with none, logged once with
+//     its stack through the standard log package. Close always finishes.
+//
 // # Memory and cost
 //
 // Watch lists are sharded (512 shards by default) so callers working on

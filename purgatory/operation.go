@@ -2,6 +2,7 @@ package purgatory
 
 import (
 	"context"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,37 +13,50 @@ import (
 // Operation is a delayed operation (Kafka's DelayedOperation). Implement it by
 // embedding [Op] in a struct and giving the struct's pointer type the three
 // methods below; the purgatory calls them, never more than the contract says.
+//
+// Each method is a call into user code and may panic; see the package
+// documentation ("Panics") for what happens then, and ("Re-entrancy") for what
+// each may call.
 type Operation interface {
-	// TryComplete reports whether the operation can complete now. It is
-	// called with the operation's lock held (Op.Locker, or the Op's own
-	// mutex), never after the operation has completed, and possibly many
-	// times. It must only check: when it returns true, the purgatory
-	// completes the operation, unless another path has just won.
+	// TryComplete reports whether the operation can complete now. It must
+	// only check: when it returns true, the purgatory completes the
+	// operation, unless another path has just won. It is called possibly
+	// many times, never after the operation has ended, and never
+	// concurrently with itself for the same operation: a try asked for while
+	// another runs is made by the goroutine already trying, once more,
+	// before it lets go (Kafka 2.x's maybeTryComplete). If Op.Locker is set,
+	// it is held while TryComplete runs.
 	TryComplete() bool
-	// OnComplete runs exactly once, whichever path completes the operation
-	// (Op.Outcome tells which), on the goroutine that completed it, with no
+	// OnComplete runs exactly once, whichever path ends the operation
+	// (Op.Outcome tells which), on the goroutine that ended it, with no
 	// library lock held. It does not run for an operation cancelled by
 	// CancelForKey.
 	OnComplete()
-	// OnExpiration runs after OnComplete when the timeout completed the
-	// operation (Outcome Expired).
+	// OnExpiration runs after OnComplete when the timeout ended the
+	// operation (Outcome Expired), even if OnComplete panicked. It does not
+	// run for any other outcome, Closed included.
 	OnExpiration()
 
-	op() *Op
+	// mustEmbedPurgatoryOp is Op's: an Operation is a struct that embeds
+	// purgatory.Op.
+	mustEmbedPurgatoryOp() *Op
 }
 
 // Outcome is how an operation ended.
 type Outcome int32
 
 const (
-	Pending     Outcome = iota // not completed yet
+	Pending     Outcome = iota // not ended yet
 	Completed                  // TryComplete returned true
 	Forced                     // ForceComplete won
-	Expired                    // its Timeout passed first, or the purgatory was closed
+	Expired                    // its Timeout passed first
 	ContextDone                // its Context was done first
 	Cancelled                  // CancelForKey removed it; OnComplete did not run
+	Closed                     // the purgatory was closed first; OnExpiration did not run
 )
 
+// String returns the outcome's name as the metrics label it (completed,
+// forced, expired, context_done, cancelled, closed), or pending.
 func (o Outcome) String() string {
 	switch o {
 	case Pending:
@@ -54,38 +68,50 @@ func (o Outcome) String() string {
 	case Expired:
 		return "expired"
 	case ContextDone:
-		return "context done"
+		return "context_done"
 	case Cancelled:
 		return "cancelled"
+	case Closed:
+		return "closed"
 	}
 	return "unknown"
 }
 
-// Op is the purgatory's bookkeeping for one operation, to be embedded in an
-// [Operation]. Set Timeout (and optionally Context and Locker) before handing
-// the operation to TryCompleteElseWatch; the rest is private. An Op is used for
-// one operation only and must not be copied after first use.
+// NoTimeout, as Op.Timeout, makes an operation wait without a timeout: only
+// completion, ForceComplete, its Context, CancelForKey or Close end it. (It is
+// the largest Duration, about 292 years, so a computed timeout that saturates
+// means the same thing.)
+const NoTimeout time.Duration = math.MaxInt64
+
+// Op is the purgatory's bookkeeping for one operation, to be embedded (by
+// value) in an [Operation]. Set Timeout (and optionally Context and Locker)
+// before handing the operation to TryCompleteElseWatch; the rest is private. An
+// Op is used for one operation only and must not be copied after first use.
 type Op struct {
 	// What every try in CheckAndComplete reads comes first, on one cache line.
-	state atomic.Int32 // an Outcome; Pending until one path wins the CAS
+	state atomic.Int32 // an Outcome, plus the try bits (try.go)
 	added atomic.Bool  // set by the first TryCompleteElseWatch
-	mu    sync.Mutex   // the operation's lock when Locker is nil
 	impl  Operation    // the embedding operation; immutable once watched
-	// Locker, if not nil, is held instead of the Op's own mutex while
-	// TryComplete runs, so that several operations can share one lock
-	// (Kafka's lockOpt).
+	// Locker, if not nil, is held while TryComplete runs, so that several
+	// operations can share one lock with the user's own code (Kafka's
+	// lockOpt). Go's locks are not re-entrant: TryComplete of an operation
+	// with a Locker must not call CheckAndComplete on a key that watches
+	// another operation with the same Locker.
 	Locker sync.Locker
 	// Timeout is how long the operation may wait after TryCompleteElseWatch
-	// before it expires. Zero or less expires it as soon as possible unless
-	// it completes at once.
+	// before it expires (Outcome Expired). Zero is a forgotten field and
+	// TryCompleteElseWatch panics on it, unless Context has a deadline, which
+	// then bounds the wait instead (Outcome ContextDone). A negative Timeout
+	// is a deadline already passed: the operation expires as soon as the
+	// wheel runs, unless it completes at once. [NoTimeout] waits without one.
 	Timeout time.Duration
 	// Context, if not nil, ties the operation to a context: if the context is
-	// done before the operation completes, the operation completes with
-	// Outcome ContextDone (OnComplete runs; OnExpiration does not).
+	// done before the operation ends, the operation ends with Outcome
+	// ContextDone (OnComplete runs; OnExpiration does not).
 	Context context.Context
 
 	book    sync.Mutex // guards the fields below; never held while user code runs
-	done    bool       // completed: nothing more may be attached
+	done    bool       // ended or withdrawn: nothing more may be attached
 	stats   *counters
 	start   time.Duration // since stats.epoch, when bound; read only with an observer
 	first   node          // the place in the first key's watch list: most operations watch one key
@@ -94,35 +120,31 @@ type Op struct {
 	stopCtx func() bool
 }
 
-func (o *Op) op() *Op { return o }
+func (o *Op) mustEmbedPurgatoryOp() *Op { return o }
 
 // Outcome returns how the operation ended, or Pending. Inside OnComplete it
-// tells which path completed the operation.
-func (o *Op) Outcome() Outcome { return Outcome(o.state.Load()) }
-
-// IsCompleted reports whether the operation has completed (or been cancelled).
-func (o *Op) IsCompleted() bool { return o.Outcome() != Pending }
-
-func (o *Op) locker() sync.Locker {
-	if o.Locker != nil {
-		return o.Locker
+// tells which path ended the operation.
+func (o *Op) Outcome() Outcome {
+	if out := Outcome(o.state.Load() & outcomeBits); out != withdrawn {
+		return out
 	}
-	return &o.mu
+	return Pending
 }
+
+// IsCompleted reports whether the operation has ended, by any outcome.
+func (o *Op) IsCompleted() bool { return o.Outcome() != Pending }
 
 // ForceComplete completes op from outside the purgatory (Kafka's
 // forceComplete), for example when a response arrives by another route. It
-// returns true if this call completed op, and false if op had already completed
-// or been cancelled: of all the paths that race to complete an operation, exactly
-// one wins. OnComplete runs on the calling goroutine before ForceComplete
-// returns. It may be called before op is handed to TryCompleteElseWatch, and from
-// inside TryComplete (though returning true there is the usual way). A nil op is
-// a misuse and panics.
+// returns true if this call completed op, and false if op had already ended:
+// of all the paths that race to end an operation, exactly one wins. OnComplete
+// runs on the calling goroutine before ForceComplete returns; if it panics, op
+// has still ended (Forced, and counted) and the panic reaches the caller. It
+// may be called before op is handed to TryCompleteElseWatch, and from inside
+// TryComplete (though returning true there is the usual way). A nil op is a
+// misuse and panics.
 func ForceComplete(op Operation) bool {
-	if op == nil {
-		panic("purgatory: ForceComplete called with a nil Operation")
-	}
-	o := op.op()
+	o := opOf(op, "ForceComplete")
 	if !o.claim(Forced) {
 		return false
 	}
@@ -130,22 +152,51 @@ func ForceComplete(op Operation) bool {
 	return true
 }
 
-// tryClaim asks impl whether it can complete and, if so, claims the
-// completion. The caller holds the operation's lock.
-func (o *Op) tryClaim(impl Operation) bool {
-	return o.state.Load() == int32(Pending) && impl.TryComplete() && o.claim(Completed)
-}
-
-// claim makes outcome the operation's outcome if it has none yet, and reports
-// whether it did. Exactly one claim per operation succeeds.
-func (o *Op) claim(outcome Outcome) bool {
-	return o.state.CompareAndSwap(int32(Pending), int32(outcome))
+// opOf returns op's Op, panicking with a message that says what to do if op is
+// nil, a typed nil pointer, or embeds a nil *Op.
+func opOf(op Operation, caller string) (o *Op) {
+	if op == nil {
+		panic("purgatory: " + caller + " called with a nil Operation")
+	}
+	defer func() {
+		if o == nil {
+			recover() // the nil dereference inside op's promoted method
+			panic("purgatory: " + caller + " called with a nil pointer as its Operation, or one that embeds a nil *purgatory.Op; embed purgatory.Op by value in a non-nil operation")
+		}
+	}()
+	return op.mustEmbedPurgatoryOp()
 }
 
 // complete runs once, after a successful claim: it detaches the operation from
 // its timer, context and watch lists, counts the outcome and runs the
-// callbacks. No library lock is held when the callbacks run.
+// callbacks, with no library lock held. Each callback runs even if the one
+// before it panicked; the panic then continues once they have run.
 func (o *Op) complete(impl Operation, outcome Outcome) {
+	stats := o.detach()
+	if stats != nil {
+		stats.record(outcome)
+		if obs := stats.observer; obs != nil {
+			defer callbacks(impl, outcome)
+			obs.OperationEnded(outcome, time.Since(stats.epoch)-o.start)
+			return
+		}
+	}
+	callbacks(impl, outcome)
+}
+
+func callbacks(impl Operation, outcome Outcome) {
+	switch outcome {
+	case Cancelled:
+		return
+	case Expired:
+		defer impl.OnExpiration()
+	}
+	impl.OnComplete()
+}
+
+// detach marks the operation done and takes it off its timer, context and
+// watch lists. It returns the purgatory's counters, nil if it was never bound.
+func (o *Op) detach() *counters {
 	o.book.Lock()
 	o.done = true
 	first := o.first.owner
@@ -165,24 +216,31 @@ func (o *Op) complete(impl Operation, outcome Outcome) {
 	for _, n := range nodes {
 		n.owner.remove(n)
 	}
-	if stats != nil {
-		stats.record(outcome)
-		if stats.observer != nil {
-			stats.observer.OperationEnded(outcome, time.Since(stats.epoch)-o.start)
-		}
-	}
-	if outcome == Cancelled {
-		return
-	}
-	impl.OnComplete()
-	if outcome == Expired {
-		impl.OnExpiration()
+	return stats
+}
+
+// withdraw undoes a TryCompleteElseWatch whose TryComplete panicked, after the
+// operation was claimed as withdrawn: it leaves nothing watched, armed or
+// counted.
+func (o *Op) withdraw() {
+	if stats := o.detach(); stats != nil {
+		stats.added.Add(-1)
+		stats.delayed.Add(-1)
 	}
 }
 
-// expire is the timeout's callback; contextDone is the context's.
-func (o *Op) expire()      { o.end(Expired) }
-func (o *Op) contextDone() { o.end(ContextDone) }
+// expire is the timeout's callback and contextDone the context's. They run on
+// goroutines the library owns, so a panic in the user's callbacks is recovered
+// and reported there (the operation has ended all the same).
+func (o *Op) expire() {
+	defer o.stats.recoverPanic("an expired operation's OnComplete or OnExpiration")
+	o.end(Expired)
+}
+
+func (o *Op) contextDone() {
+	defer o.stats.recoverPanic("OnComplete of an operation whose context was done")
+	o.end(ContextDone)
+}
 
 // end completes the bound operation with outcome unless it has ended already,
 // and reports whether it did.
@@ -196,7 +254,7 @@ func (o *Op) end(outcome Outcome) bool {
 
 // bind makes the operation part of a purgatory, once: it records the
 // embedding operation and the purgatory's counters. It returns false if the
-// operation had already completed (ForceComplete before it was added).
+// operation had already ended (ForceComplete before it was added).
 func (o *Op) bind(impl Operation, stats *counters) bool {
 	o.book.Lock()
 	defer o.book.Unlock()
@@ -212,8 +270,31 @@ func (o *Op) bind(impl Operation, stats *counters) bool {
 	return true
 }
 
+// checkTimeout panics if the operation has no way to end by itself.
+func (o *Op) checkTimeout() {
+	if o.Timeout != 0 {
+		return
+	}
+	if o.Context != nil {
+		if _, ok := o.Context.Deadline(); ok {
+			return
+		}
+	}
+	panic("purgatory: Op.Timeout is zero; set a positive Timeout, purgatory.NoTimeout to wait without one, or a Context with a deadline")
+}
+
+// arm starts the operation's timeout and ties it to its context.
+func (o *Op) arm(tw *timingwheel.TimingWheel) {
+	if o.Timeout != 0 && o.Timeout != NoTimeout {
+		o.setTimer(tw.AfterFunc(o.Timeout, o.expire))
+	}
+	if ctx := o.Context; ctx != nil {
+		o.setStopCtx(context.AfterFunc(ctx, o.contextDone))
+	}
+}
+
 // setTimer records the operation's timeout timer, or stops the timer if the
-// operation completed while it was being started.
+// operation ended while it was being started.
 func (o *Op) setTimer(t *timingwheel.Timer) {
 	o.book.Lock()
 	done := o.done
@@ -227,7 +308,7 @@ func (o *Op) setTimer(t *timingwheel.Timer) {
 }
 
 // setStopCtx records how to detach the operation from its context, or detaches
-// it at once if the operation has already completed.
+// it at once if the operation has already ended.
 func (o *Op) setStopCtx(stop func() bool) {
 	o.book.Lock()
 	done := o.done

@@ -18,6 +18,7 @@ type Option func(*config)
 
 type config struct {
 	wheel    *timingwheel.TimingWheel
+	wheelSet bool
 	shards   int
 	onPanic  func(recovered any)
 	observer Observer
@@ -25,7 +26,8 @@ type config struct {
 
 // An Observer is told facts per operation that a [Stats] snapshot cannot give.
 // It is called on the goroutine that ended the operation, with no library lock
-// held, before OnComplete runs, and must return quickly. The metrics package
+// held, before OnComplete runs (which runs even if the Observer panics), and
+// must return quickly. The metrics package
 // provides one that feeds a histogram.
 type Observer interface {
 	// OperationEnded reports how an operation ended and how long it spent in
@@ -39,23 +41,29 @@ func WithObserver(o Observer) Option { return func(c *config) { c.observer = o }
 
 // WithTimingWheel makes the purgatory use tw for its timeouts instead of a
 // wheel of its own, so that several purgatories can share one, as Kafka's do.
-// The caller starts tw and stops it after closing every purgatory that uses it;
-// a panic in OnComplete or OnExpiration on the expiry path then goes to tw's
-// panic handler.
+// New starts tw if it has not been started (a wheel that never runs would
+// never expire anything) and returns an error if it has been stopped. The
+// caller stops tw after closing every purgatory that uses it. Panics in the
+// operations' callbacks on the expiry path are the purgatory's to report
+// (WithPanicHandler), not tw's.
 func WithTimingWheel(tw *timingwheel.TimingWheel) Option {
-	return func(c *config) { c.wheel = tw }
+	return func(c *config) { c.wheel, c.wheelSet = tw, true }
 }
 
 // WithShards sets the number of watch-list shards (default [DefaultShards]).
 // More shards let more goroutines work on different keys without contending.
 func WithShards(n int) Option { return func(c *config) { c.shards = n } }
 
-// WithPanicHandler receives panics recovered from OnComplete and OnExpiration
-// when they run on the purgatory's own timing wheel (expiry). Without it such
-// panics are recovered and counted by the wheel. Callbacks that run on the
-// caller's goroutine (TryCompleteElseWatch, CheckAndComplete, ForceComplete,
-// Close) are not recovered: their panics reach the caller. It has no effect
-// with WithTimingWheel.
+// WithPanicHandler receives the value of every panic recovered from a callback
+// (OnComplete, OnExpiration, the Observer) that ran on a goroutine the library
+// owns: a timeout on the wheel, a context's AfterFunc, Close's sweep. It runs
+// on that goroutine inside the deferred recovery, so runtime/debug.Stack still
+// shows where the callback panicked; a panic in the handler itself is logged.
+// Without a handler, each such panic is logged once with its stack through the
+// standard log package. Either way the panic is counted in Stats.Panics, and
+// the operation has ended. Panics on the caller's own goroutine
+// (TryCompleteElseWatch, CheckAndComplete, CancelForKey, ForceComplete) are
+// not recovered: they reach the caller.
 func WithPanicHandler(h func(recovered any)) Option {
 	return func(c *config) { c.onPanic = h }
 }

@@ -1,8 +1,9 @@
 package purgatory
 
 import (
-	"context"
+	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -13,7 +14,8 @@ import (
 
 // Purgatory holds operations until they complete or expire (Kafka's
 // DelayedOperationPurgatory). It must be created with [New]. All its methods
-// are safe for concurrent use, also from inside the operations' callbacks.
+// are safe for concurrent use, also from inside the operations' callbacks
+// (see the package documentation, "Re-entrancy").
 type Purgatory[K comparable] struct {
 	name      string
 	tw        *timingwheel.TimingWheel
@@ -24,33 +26,42 @@ type Purgatory[K comparable] struct {
 	bufs      sync.Pool // *[]*Op for CheckAndComplete's snapshots
 }
 
-// New returns a Purgatory named name (the name only labels its metrics). With
-// no [WithTimingWheel] option it creates and starts a timing wheel of its own,
-// which Close stops. It returns an error if an option is invalid.
+// New returns a Purgatory named name (the name labels its metrics). With no
+// [WithTimingWheel] option it creates a timing wheel of its own, which Close
+// stops. It returns an error wrapping [ErrInvalidOption] if an option is
+// invalid, and one wrapping [timingwheel.ErrStopped] if the wheel given with
+// WithTimingWheel has been stopped.
 func New[K comparable](name string, opts ...Option) (*Purgatory[K], error) {
 	c := config{shards: DefaultShards}
-	for _, o := range opts {
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%w: option %d is nil", ErrInvalidOption, i)
+		}
 		o(&c)
 	}
-	if c.shards < 1 {
+	switch {
+	case c.shards < 1:
 		return nil, fmt.Errorf("%w: %d shards; need at least 1", ErrInvalidOption, c.shards)
+	case c.wheelSet && c.wheel == nil:
+		return nil, fmt.Errorf("%w: WithTimingWheel(nil); pass a wheel made with timingwheel.New, or leave the option out", ErrInvalidOption)
 	}
 	p := &Purgatory[K]{name: name, tw: c.wheel}
-	p.stats.observer, p.stats.epoch = c.observer, time.Now()
-	p.watchers = newShards[K](c.shards, &p.stats)
+	p.stats.observer, p.stats.epoch, p.stats.onPanic = c.observer, time.Now(), c.onPanic
+	p.watchers = newShards[K](c.shards, &p.stats, mayPanicToHash(reflect.TypeFor[K]()))
 	if p.tw == nil {
-		var wopts []timingwheel.Option
-		if c.onPanic != nil {
-			wopts = append(wopts, timingwheel.WithPanicHandler(c.onPanic))
-		}
-		tw, err := timingwheel.New(wopts...)
+		tw, err := timingwheel.New()
 		if err != nil {
 			return nil, err
 		}
-		if err := tw.Start(); err != nil {
-			return nil, err
-		}
 		p.tw, p.ownsWheel = tw, true
+	}
+	// A wheel that is not running would never expire anything: start one
+	// that has not been started, refuse one that has been stopped.
+	if err := p.tw.Start(); err != nil {
+		if errors.Is(err, timingwheel.ErrStopped) {
+			return nil, fmt.Errorf("purgatory: the wheel given with WithTimingWheel has been stopped; its timeouts would never run: %w", err)
+		}
+		return nil, err
 	}
 	return p, nil
 }
@@ -63,25 +74,41 @@ func (p *Purgatory[K]) Name() string { return p.name }
 // metrics; the purgatory stops its own wheel on Close.
 func (p *Purgatory[K]) TimingWheel() *timingwheel.TimingWheel { return p.tw }
 
+// mustBeNew panics with a message that says what to do on a Purgatory that was
+// not made by New (a zero value would divide by zero or deadlock later).
+func (p *Purgatory[K]) mustBeNew() {
+	if p == nil || p.tw == nil {
+		panic("purgatory: Purgatory must be created with New")
+	}
+}
+
 // TryCompleteElseWatch tries to complete op; if it cannot, it watches op under
 // every key and tries once more, so that no completion event that lands between
 // the two tries is missed, and if op still cannot complete it starts op's
-// timeout (and ties it to op.Context). Both tries and the watching happen under
-// op's lock. It returns true only if this call completed op.
+// timeout (and ties it to op.Context). No other try of op runs meanwhile: a
+// CheckAndComplete on one of its keys during the call makes this call try once
+// more before it returns. It returns true only if this call completed op.
 //
-// Keys repeated in one call are watched once. Zero keys, a nil op, or an op
-// passed to TryCompleteElseWatch before are misuses and panic. An op completed
-// by ForceComplete before this call is neither watched nor counted, and false is
-// returned. After Close, op is expired at once (OnComplete and OnExpiration run
-// on the calling goroutine) and false is returned.
+// Keys repeated in one call are watched once. Misuses panic before anything
+// changes: a nil op, zero keys, an op passed to TryCompleteElseWatch before, a
+// zero op.Timeout (see Op.Timeout), or a key that cannot be hashed (such as a
+// slice in a Purgatory[any]). An op ended by ForceComplete before this call is
+// neither watched nor counted, and false is returned. After Close, op ends at
+// once with Outcome Closed (OnComplete runs on the calling goroutine) and
+// false is returned.
+//
+// If TryComplete panics, the call is undone before the panic continues: op is
+// left unwatched, without a timeout and uncounted (and must not be passed
+// again). If OnComplete panics after this call completed op, op has ended
+// (Completed, and counted) and the panic continues.
 func (p *Purgatory[K]) TryCompleteElseWatch(op Operation, keys ...K) bool {
-	if op == nil {
-		panic("purgatory: TryCompleteElseWatch called with a nil Operation")
-	}
+	p.mustBeNew()
+	o := opOf(op, "TryCompleteElseWatch")
 	if len(keys) == 0 {
 		panic("purgatory: TryCompleteElseWatch called with no keys; an operation must be watched under at least one")
 	}
-	o := op.op()
+	o.checkTimeout()
+	p.watchers.checkKeys(keys)
 	if !o.added.CompareAndSwap(false, true) {
 		panic("purgatory: operation passed to TryCompleteElseWatch twice; use a new operation")
 	}
@@ -89,51 +116,66 @@ func (p *Purgatory[K]) TryCompleteElseWatch(op Operation, keys ...K) bool {
 		return false
 	}
 	if p.closed.Load() {
-		o.expire()
+		o.end(Closed)
 		return false
 	}
-
-	lock := o.locker()
-	lock.Lock()
-	if o.tryClaim(op) {
-		lock.Unlock()
-		o.complete(op, Completed)
-		return true
+	if !o.acquire() {
+		return false // ForceComplete won meanwhile
 	}
-	for i, key := range keys {
-		if slices.Contains(keys[:i], key) {
-			continue // watched once
+	held := true // the try bit, until settle lets it go
+	defer func() {
+		if held && o.abandon(true) { // TryComplete panicked
+			o.withdraw()
 		}
-		if !p.watchers.watch(o, key) {
-			break // completed from outside meanwhile
+	}()
+	ok := o.check(op)
+	if !ok {
+		for i, key := range keys {
+			if slices.Contains(keys[:i], key) {
+				continue // watched once
+			}
+			if !p.watchers.watch(o, key) {
+				break // ended from outside meanwhile
+			}
 		}
-	}
-	if o.tryClaim(op) {
-		lock.Unlock()
-		o.complete(op, Completed)
-		return true
-	}
-	if o.state.Load() == int32(Pending) {
-		o.setTimer(p.tw.AfterFunc(o.Timeout, o.expire))
-		if ctx := o.Context; ctx != nil {
-			o.setStopCtx(context.AfterFunc(ctx, o.contextDone))
+		if ok = o.check(op); !ok && o.state.Load()&outcomeBits == 0 {
+			o.arm(p.tw)
 		}
 	}
-	lock.Unlock()
+	for {
+		won, retry := o.settle(ok)
+		if won {
+			held = false
+			o.complete(op, Completed)
+			return true
+		}
+		if !retry {
+			break
+		}
+		ok = o.check(op)
+	}
+	held = false
 	// Close sets closed and then sweeps the watch lists; this call linked op
 	// and then reads closed. So if Close's sweep missed op, this read sees
-	// closed, and op is expired here rather than left on a stopped wheel.
+	// closed, and op is ended here rather than left on a stopped wheel.
 	if p.closed.Load() {
-		o.expire()
+		o.end(Closed)
 	}
 	return false
 }
 
-// CheckAndComplete tries to complete every operation watched under key, each
-// under its own lock and with no purgatory lock held, and returns how many this
-// call completed (Kafka's checkAndComplete). Completed operations leave every
-// watch list at once. It returns 0 after Close.
+// CheckAndComplete tries to complete every operation watched under key, with
+// no purgatory lock held, and returns how many this call completed (Kafka's
+// checkAndComplete). Completed operations leave every watch list at once. An
+// operation that another goroutine is trying at that moment is not waited for:
+// that goroutine tries it once more. It returns 0 after Close.
+//
+// If a callback panics (TryComplete, OnComplete, OnExpiration or the
+// Observer), the operations after it are still tried, and then the panic
+// continues. An operation whose TryComplete panicked stays watched, with its
+// timeout running; one whose OnComplete panicked has ended and is counted.
 func (p *Purgatory[K]) CheckAndComplete(key K) int {
+	p.mustBeNew()
 	if p.closed.Load() {
 		return 0
 	}
@@ -141,53 +183,72 @@ func (p *Purgatory[K]) CheckAndComplete(key K) int {
 	if bp == nil {
 		bp = new([]*Op)
 	}
-	ops := p.watchers.snapshot(key, (*bp)[:0])
-	completed := 0
-	for _, o := range ops {
-		if p.tryComplete(o) {
-			completed++
-		}
-	}
-	clear(ops)
-	*bp = ops
+	w := walk{ops: p.watchers.snapshot(key, (*bp)[:0])}
+	defer w.finish()
+	w.run()
+	clear(w.ops)
+	*bp = w.ops[:0]
 	p.bufs.Put(bp)
-	return completed
-}
-
-func (p *Purgatory[K]) tryComplete(o *Op) bool {
-	if o.IsCompleted() {
-		return false
-	}
-	impl := o.impl // written by bind before o was first watched
-	var won bool
-	if l := o.Locker; l != nil {
-		l.Lock()
-		won = o.tryClaim(impl)
-		l.Unlock()
-	} else { // the common case: the Op's own mutex, locked without an interface call
-		o.mu.Lock()
-		won = o.tryClaim(impl)
-		o.mu.Unlock()
-	}
-	if won {
-		o.complete(impl, Completed)
-	}
-	return won
+	return w.won
 }
 
 // CancelForKey removes every operation watched under key and cancels them
 // without completing them: their timeouts stop, they leave their other keys'
 // watch lists, OnComplete does not run and Outcome reports Cancelled (Kafka's
 // cancelForKey). It returns the operations it cancelled, in no particular
-// order; none for a key nobody watches.
+// order; none for a key nobody watches. If the Observer panics, the remaining
+// operations are still cancelled before the panic continues.
 func (p *Purgatory[K]) CancelForKey(key K) []Operation {
-	var cancelled []Operation
-	for _, o := range p.watchers.take(key) {
-		if o.end(Cancelled) {
-			cancelled = append(cancelled, o.impl)
-		}
+	p.mustBeNew()
+	w := walk{ops: p.watchers.take(key), outcome: Cancelled}
+	defer w.finish()
+	w.run()
+	cancelled := make([]Operation, w.won)
+	for i, o := range w.ops[:w.won] {
+		cancelled[i] = o.impl
 	}
 	return cancelled
+}
+
+// walk ends the operations of one key, one after another: by trying them
+// (outcome Pending) or with outcome. It moves the operations it ended to the
+// front of ops and counts them in won.
+type walk struct {
+	ops     []*Op
+	next    int
+	won     int
+	outcome Outcome
+}
+
+func (w *walk) run() {
+	for w.next < len(w.ops) {
+		o := w.ops[w.next]
+		w.next++
+		if w.outcome == Pending && tryComplete(o) || w.outcome != Pending && o.end(w.outcome) {
+			w.ops[w.won] = o
+			w.won++
+		}
+	}
+}
+
+// finish is deferred by run's caller. After a walk that ran to its end it does
+// nothing; if a callback panicked, it walks the rest before the panic goes on,
+// so that one operation's panic does not hold back the others (and a further
+// panic does the same from there).
+func (w *walk) finish() {
+	if w.next < len(w.ops) {
+		defer w.finish()
+		w.run()
+	}
+}
+
+func tryComplete(o *Op) bool {
+	impl := o.impl // written by bind before o was first watched
+	if !o.try(impl) {
+		return false
+	}
+	o.complete(impl, Completed)
+	return true
 }
 
 // Watched returns the number of (operation, key) watches: Kafka's
@@ -195,28 +256,31 @@ func (p *Purgatory[K]) CancelForKey(key K) []Operation {
 // operations only. It reads one atomic counter.
 func (p *Purgatory[K]) Watched() int { return int(p.stats.watched.Load()) }
 
-// Delayed returns the number of operations added and not yet completed,
-// expired or cancelled: Kafka's NumDelayedOperations. It reads one atomic
-// counter.
+// Delayed returns the number of operations added and not yet ended: Kafka's
+// NumDelayedOperations. It reads one atomic counter.
 func (p *Purgatory[K]) Delayed() int { return int(p.stats.delayed.Load()) }
 
 // Stats returns a snapshot of the purgatory's counters, read without locks.
 func (p *Purgatory[K]) Stats() Stats { return p.stats.snapshot() }
 
-// Close expires every pending operation now, running OnComplete and
-// OnExpiration on the calling goroutine, and then stops the timing wheel if the
-// purgatory created it. Nothing is dropped silently: every added operation ends
-// with an outcome: an operation being added while Close runs is expired either
-// by Close or by TryCompleteElseWatch itself. Close is idempotent. Afterwards
-// TryCompleteElseWatch expires its operation at once, CheckAndComplete returns
-// 0 and CancelForKey still cancels.
+// Close ends every pending operation now with Outcome Closed, running
+// OnComplete (not OnExpiration: shutting down is not a timeout) on the calling
+// goroutine, and then stops the timing wheel if the purgatory created it.
+// Nothing is dropped silently: an operation being added while Close runs is
+// ended either by Close or by TryCompleteElseWatch itself. A panic in a
+// callback during the sweep is recovered and reported (WithPanicHandler, or
+// the log) and the sweep goes on, so Close always ends everything and stops
+// its wheel. Close is idempotent: later calls return at once. Afterwards
+// TryCompleteElseWatch ends its operation at once, CheckAndComplete returns 0
+// and CancelForKey still cancels.
 func (p *Purgatory[K]) Close() {
+	p.mustBeNew()
 	if p.closed.Swap(true) {
 		return
 	}
 	p.watchers.each(func(ops []*Op) {
 		for _, o := range ops {
-			o.expire()
+			p.stats.closeRecovering(o)
 		}
 	})
 	if p.ownsWheel {

@@ -8,7 +8,7 @@ import (
 // Stats is a snapshot of a purgatory's counters. Every operation added is
 // either still Delayed or counted under exactly one outcome:
 //
-//	Added == Delayed + Completed + Forced + Expired + ContextDone + Cancelled
+//	Added == Delayed + Completed + Forced + Expired + ContextDone + Cancelled + Closed
 //
 // (a snapshot taken while operations move may be off by the few in flight).
 type Stats struct {
@@ -17,9 +17,14 @@ type Stats struct {
 	Added       int64 // operations passed to TryCompleteElseWatch and bound here
 	Completed   int64 // completed by TryComplete (in TryCompleteElseWatch or CheckAndComplete)
 	Forced      int64 // completed by ForceComplete
-	Expired     int64 // completed by their timeout, or by Close
-	ContextDone int64 // completed because their Context was done
+	Expired     int64 // ended by their timeout
+	ContextDone int64 // ended because their Context was done
 	Cancelled   int64 // removed by CancelForKey
+	Closed      int64 // ended by Close
+	// Panics counts panics recovered from callbacks that ran on a goroutine
+	// the library owns (timeouts, contexts, Close's sweep). Panics on the
+	// caller's own goroutine reach the caller and are not counted.
+	Panics int64
 }
 
 // Ended returns how many operations ended with outcome o; zero for Pending
@@ -36,16 +41,20 @@ func (s Stats) Ended(o Outcome) int64 {
 		return s.ContextDone
 	case Cancelled:
 		return s.Cancelled
+	case Closed:
+		return s.Closed
 	}
 	return 0
 }
 
 type counters struct {
 	watched, delayed, added atomic.Int64
-	ended                   [Cancelled + 1]atomic.Int64 // by Outcome; Pending's stays 0
+	ended                   [Closed + 1]atomic.Int64 // by Outcome; Pending's stays 0
+	panics                  atomic.Int64
 
-	observer Observer  // nil: no clock is read per operation
-	epoch    time.Time // Op.start is measured from here
+	observer Observer            // nil: no clock is read per operation
+	epoch    time.Time           // Op.start is measured from here
+	onPanic  func(recovered any) // nil: recovered panics are logged
 }
 
 func (c *counters) record(o Outcome) {
@@ -63,5 +72,7 @@ func (c *counters) snapshot() Stats {
 		Expired:     c.ended[Expired].Load(),
 		ContextDone: c.ended[ContextDone].Load(),
 		Cancelled:   c.ended[Cancelled].Load(),
+		Closed:      c.ended[Closed].Load(),
+		Panics:      c.panics.Load(),
 	}
 }

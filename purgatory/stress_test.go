@@ -39,7 +39,7 @@ func TestStress(t *testing.T) {
 				var mine []*testOp
 				var cancels []context.CancelFunc
 				for range perGoroutine {
-					op := newOp(time.Duration(rng.IntN(3000)) * time.Microsecond)
+					op := newOp(time.Duration(1+rng.IntN(3000)) * time.Microsecond)
 					if rng.IntN(4) == 0 {
 						ctx, cancel := context.WithCancel(context.Background())
 						op.Context = ctx

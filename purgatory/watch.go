@@ -1,7 +1,9 @@
 package purgatory
 
 import (
+	"fmt"
 	"hash/maphash"
+	"reflect"
 	"sync"
 )
 
@@ -42,7 +44,7 @@ type shard[K comparable] struct {
 	mu    sync.Mutex
 	lists map[K]*watchList[K]
 	empty int      // lists in the map with no operations
-	_     [32]byte // keep neighbouring shards' locks off one cache line
+	_     [40]byte // pad to 64 bytes: neighbouring shards' locks never share a cache line
 }
 
 const minEmpty = 64
@@ -61,13 +63,14 @@ type watchEntry struct {
 }
 
 type shards[K comparable] struct {
-	seed  maphash.Seed
-	all   []shard[K]
-	stats *counters
+	seed     maphash.Seed
+	all      []shard[K]
+	stats    *counters
+	mayPanic bool // hashing a K can panic: K holds an interface
 }
 
-func newShards[K comparable](n int, stats *counters) shards[K] {
-	s := shards[K]{seed: maphash.MakeSeed(), all: make([]shard[K], n), stats: stats}
+func newShards[K comparable](n int, stats *counters, mayPanic bool) shards[K] {
+	s := shards[K]{seed: maphash.MakeSeed(), all: make([]shard[K], n), stats: stats, mayPanic: mayPanic}
 	for i := range s.all {
 		s.all[i].lists = make(map[K]*watchList[K])
 	}
@@ -76,6 +79,45 @@ func newShards[K comparable](n int, stats *counters) shards[K] {
 
 func (s *shards[K]) of(key K) *shard[K] {
 	return &s.all[maphash.Comparable(s.seed, key)%uint64(len(s.all))]
+}
+
+// mayPanicToHash reports whether hashing a value of type t can panic: whether
+// t holds an interface, whose dynamic value may be a slice, map or func.
+func mayPanicToHash(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Interface:
+		return true
+	case reflect.Array:
+		return mayPanicToHash(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if mayPanicToHash(t.Field(i).Type) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checkKeys panics with a message that names the key if one cannot be hashed,
+// before TryCompleteElseWatch changes anything. It costs nothing for key types
+// that cannot hold an interface.
+func (s *shards[K]) checkKeys(keys []K) {
+	if !s.mayPanic {
+		return
+	}
+	for _, key := range keys {
+		s.checkKey(key)
+	}
+}
+
+func (s *shards[K]) checkKey(key K) {
+	defer func() {
+		if r := recover(); r != nil {
+			panic(fmt.Sprintf("purgatory: key %#v cannot be used: %v; use keys whose dynamic types are comparable (not slices, maps or funcs)", key, r))
+		}
+	}()
+	maphash.Comparable(s.seed, key)
 }
 
 // watch links o under key and records the node on o, atomically with respect

@@ -57,8 +57,11 @@ func WithExecutor(e Executor) Option { return func(c *config) { c.exec = e } }
 // WithPanicHandler sets the function that receives the value of every panic
 // recovered from a callback. It runs on the goroutine that ran the callback,
 // inside the deferred recovery, so runtime/debug.Stack still shows where the
-// callback panicked. Without a handler, panics are recovered and only counted in
-// [Stats].Panics. A panic in the handler itself is not recovered.
+// callback panicked. Without a handler, each panic is logged once with its
+// stack through the standard log package (as net/http does for a handler's
+// panic). Either way it is counted in [Stats].Panics. A panic in the handler
+// itself is logged, and never kills the goroutine that runs other timers. A
+// panicking [Observer] is reported the same way.
 func WithPanicHandler(h func(recovered any)) Option { return func(c *config) { c.onPanic = h } }
 
 // An Observer is told facts per timer that a [Stats] snapshot cannot give. It

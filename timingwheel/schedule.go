@@ -31,6 +31,7 @@ func (e every) Next(prev time.Time) time.Time { return prev.Add(time.Duration(e)
 // causes a burst of catch-up runs. Like AfterFunc, a run is never early. A nil
 // s or f is a misuse and panics.
 func (tw *TimingWheel) ScheduleFunc(s Scheduler, f func()) *Timer {
+	tw.mustBeNew()
 	if s == nil || f == nil {
 		panic("timingwheel: ScheduleFunc called with a nil Scheduler or func")
 	}

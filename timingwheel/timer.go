@@ -24,6 +24,7 @@ type Timer struct {
 // on the calling goroutine. After the wheel is stopped the returned Timer never
 // runs and is counted in [Stats].Rejected. A nil f is a misuse and panics.
 func (tw *TimingWheel) AfterFunc(d time.Duration, f func()) *Timer {
+	tw.mustBeNew()
 	if f == nil {
 		panic("timingwheel: AfterFunc called with a nil func")
 	}

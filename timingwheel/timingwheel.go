@@ -24,7 +24,10 @@ package timingwheel
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log"
 	"math"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,7 +75,10 @@ type TimingWheel struct {
 // out of range.
 func New(opts ...Option) (*TimingWheel, error) {
 	c := config{tick: DefaultTick, size: DefaultWheelSize, exec: PoolExecutor(DefaultMaxWorkers)}
-	for _, o := range opts {
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%w: option %d is nil", ErrInvalidOption, i)
+		}
 		o(&c)
 	}
 	if err := c.validate(); err != nil {
@@ -97,6 +103,7 @@ func New(opts ...Option) (*TimingWheel, error) {
 // returns nil if the wheel is running (calling Start twice is harmless) and
 // [ErrStopped] after Stop.
 func (tw *TimingWheel) Start() error {
+	tw.mustBeNew()
 	tw.mu.Lock()
 	defer tw.mu.Unlock()
 	switch tw.state {
@@ -132,6 +139,7 @@ func (tw *TimingWheel) drive() {
 // wheel is stopped. A timeout of zero or less only looks. Calls are serialized.
 // Calling it on a started wheel is a misuse and panics.
 func (tw *TimingWheel) AdvanceClock(timeout time.Duration) bool {
+	tw.mustBeNew()
 	tw.mu.Lock()
 	st := tw.state
 	tw.mu.Unlock()
@@ -172,8 +180,8 @@ func (tw *TimingWheel) expire(b *slot) {
 	}
 	tw.mu.Unlock()
 	if len(due) > 0 {
-		for _, l := range late {
-			tw.observer.TimerFired(l)
+		if len(late) > 0 {
+			tw.observe(late)
 		}
 		tw.fired.Add(int64(len(due)))
 		tw.exec.execute(due)
@@ -182,18 +190,54 @@ func (tw *TimingWheel) expire(b *slot) {
 	tw.due, tw.lateness = due, late
 }
 
+// observe tells the observer each timer's lateness. A panicking observer is
+// recovered and reported like a callback, so that it cannot kill the driver;
+// the timers it was told about still run.
+func (tw *TimingWheel) observe(late []time.Duration) {
+	defer tw.recoverPanic("the Observer")
+	for _, l := range late {
+		tw.observer.TimerFired(l)
+	}
+}
+
 // run calls t's callback, recovering a panic so that it cannot kill the driver or
 // a worker and lose the timers behind it.
 func (tw *TimingWheel) run(t *Timer) {
+	defer tw.recoverPanic("a timer's callback")
+	t.f()
+}
+
+// recoverPanic is deferred around user code. It counts a recovered panic and
+// passes it to the panic handler or, with none, logs it once with its stack
+// through the standard log package (net/http's convention for a handler's
+// panic). It runs inside the deferred recovery, so the stack shows where the
+// panic happened. A handler that panics itself is logged too, never allowed to
+// kill the goroutine that runs other timers.
+func (tw *TimingWheel) recoverPanic(where string) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	tw.panics.Add(1)
+	if h := tw.onPanic; h != nil {
+		if handled(h, r) {
+			return
+		}
+		where += " (and the panic handler panicked too)"
+	}
+	log.Printf("timingwheel: recovered a panic from %s: %v\n%s", where, r, debug.Stack())
+}
+
+// handled calls h(r) and reports whether it returned normally; a panic in h is
+// logged.
+func handled(h func(any), r any) (ok bool) {
 	defer func() {
-		if r := recover(); r != nil {
-			tw.panics.Add(1)
-			if tw.onPanic != nil {
-				tw.onPanic(r)
-			}
+		if !ok {
+			log.Printf("timingwheel: the panic handler panicked: %v\n%s", recover(), debug.Stack())
 		}
 	}()
-	t.f()
+	h(r)
+	return true
 }
 
 // Stop shuts the wheel down and returns the callbacks of the timers that were
@@ -207,6 +251,7 @@ func (tw *TimingWheel) run(t *Timer) {
 // in Stats.Rejected), Reset returns false and does nothing, and Start returns
 // [ErrStopped].
 func (tw *TimingWheel) Stop() (pending []func()) {
+	tw.mustBeNew()
 	tw.mu.Lock()
 	first := tw.state != stopped
 	if first {
@@ -227,7 +272,18 @@ func (tw *TimingWheel) Stop() (pending []func()) {
 }
 
 // Len returns the number of pending timers. It reads one atomic counter.
-func (tw *TimingWheel) Len() int { return int(tw.w.count.Load()) }
+func (tw *TimingWheel) Len() int {
+	tw.mustBeNew()
+	return int(tw.w.count.Load())
+}
+
+// mustBeNew panics with a message that says what to do on a TimingWheel that
+// was not made by New, before any lock is taken.
+func (tw *TimingWheel) mustBeNew() {
+	if tw == nil || tw.w == nil {
+		panic("timingwheel: TimingWheel must be created with New")
+	}
+}
 
 // Stats is a snapshot of a TimingWheel's counters.
 type Stats struct {

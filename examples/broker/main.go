@@ -160,8 +160,8 @@ func run(ctx context.Context, c config, out io.Writer) (summary, error) {
 	tick.Stop()
 	wg.Wait()
 
-	// Clean shutdown: Close expires the requests still waiting (a real broker
-	// would answer them), then the wheel hands back the acknowledgements still
+	// Clean shutdown: Close ends the requests still waiting with Outcome
+	// Closed (a real broker would answer them "shutting down"), then the wheel hands back the acknowledgements still
 	// in flight, which a stopped broker drops knowingly.
 	produces.Close()
 	fetches.Close()
@@ -177,18 +177,18 @@ func run(ctx context.Context, c config, out io.Writer) (summary, error) {
 }
 
 func (s summary) String() string {
-	return fmt.Sprintf("summary: produce %d issued: %d completed, %d expired | fetch %d issued: %d completed, %d expired | "+
+	return fmt.Sprintf("summary: produce %d issued: %d completed, %d expired, %d closed | fetch %d issued: %d completed, %d expired, %d closed | "+
 		"ended twice %d | acknowledgements dropped at shutdown %d\n",
-		s.producesIssued, s.produces.Completed, s.produces.Expired,
-		s.fetchesIssued, s.fetches.Completed, s.fetches.Expired, s.endedTwice, s.acksLeftOnShutdown)
+		s.producesIssued, s.produces.Completed, s.produces.Expired, s.produces.Closed,
+		s.fetchesIssued, s.fetches.Completed, s.fetches.Expired, s.fetches.Closed, s.endedTwice, s.acksLeftOnShutdown)
 }
 
 // check proves the purgatory's promise on this run: every request issued ended
-// exactly once, as completed or expired.
+// exactly once, as completed, expired or closed at shutdown.
 func (s summary) check() error {
 	ok := s.endedTwice == 0 && s.wheelCallbackPanics == 0 &&
-		s.produces.Added == s.producesIssued && s.produces.Completed+s.produces.Expired == s.producesIssued && s.producesEnded == s.producesIssued &&
-		s.fetches.Added == s.fetchesIssued && s.fetches.Completed+s.fetches.Expired == s.fetchesIssued && s.fetchesEnded == s.fetchesIssued
+		s.produces.Added == s.producesIssued && s.produces.Completed+s.produces.Expired+s.produces.Closed == s.producesIssued && s.producesEnded == s.producesIssued &&
+		s.fetches.Added == s.fetchesIssued && s.fetches.Completed+s.fetches.Expired+s.fetches.Closed == s.fetchesIssued && s.fetchesEnded == s.fetchesIssued
 	if !ok {
 		return fmt.Errorf("broker: accounting failed: %+v", s)
 	}

@@ -1,0 +1,54 @@
+package purgatory
+
+import (
+	"log"
+	"runtime/debug"
+)
+
+// Where a panic in user code goes. On the caller's own goroutine
+// (TryCompleteElseWatch, CheckAndComplete, CancelForKey, ForceComplete) it
+// continues to the caller once the books balance. On a goroutine the library
+// owns (a timeout on the wheel, a context's AfterFunc, Close's sweep) there is
+// no caller to give it to: it is recovered, counted in Stats.Panics and passed
+// to the WithPanicHandler function or, with none, logged once with its stack
+// through the standard log package, as net/http does for a handler's panic.
+
+// recoverPanic is deferred around user code on the library's goroutines.
+func (c *counters) recoverPanic(where string) {
+	if r := recover(); r != nil {
+		c.report(where, r)
+	}
+}
+
+// closeRecovering ends o with Outcome Closed, recovering and reporting a panic
+// from its callbacks.
+func (c *counters) closeRecovering(o *Op) {
+	defer c.recoverPanic("OnComplete of an operation ended by Close")
+	o.end(Closed)
+}
+
+// report runs inside the deferred recovery, so the stack still shows where
+// the callback panicked. A handler that panics itself is logged, not
+// propagated: it must not kill the goroutine that serves other operations.
+func (c *counters) report(where string, r any) {
+	c.panics.Add(1)
+	if h := c.onPanic; h != nil {
+		if handled(h, r) {
+			return
+		}
+		where += " (and the panic handler panicked too)"
+	}
+	log.Printf("purgatory: recovered a panic from %s: %v\n%s", where, r, debug.Stack())
+}
+
+// handled calls h(r) and reports whether it returned normally; a panic in h is
+// logged.
+func handled(h func(any), r any) (ok bool) {
+	defer func() {
+		if !ok {
+			log.Printf("purgatory: the panic handler panicked: %v\n%s", recover(), debug.Stack())
+		}
+	}()
+	h(r)
+	return true
+}

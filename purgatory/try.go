@@ -1,0 +1,146 @@
+package purgatory
+
+// The try protocol. An operation's state word holds its Outcome in the low
+// bits and two more bits: trying, held by the one goroutine running
+// TryComplete, and again, set by anyone who asks for a try meanwhile. Whoever
+// holds trying tries once more before it lets go if again is set, so a
+// completion event that lands during a try is never missed, and nobody ever
+// waits: a TryComplete that calls CheckAndComplete on its own key (or a second
+// goroutine checking the same operation) only sets again and moves on. This is
+// Kafka 2.x's maybeTryComplete (a tryLock plus a "try again" flag), with the
+// flag and the lock in one word, which is all a try touches besides the user's
+// own fields.
+//
+// Lock order: the try bit, then Op.Locker (if set), then Op.book, then a
+// shard's mutex. No library lock is held while user code runs; the try bit and
+// Op.Locker are, during TryComplete only.
+
+const (
+	outcomeBits int32 = 0x0f
+	tryingBit   int32 = 0x10
+	againBit    int32 = 0x20
+
+	// withdrawn is the internal outcome of an operation whose
+	// TryCompleteElseWatch was undone because TryComplete panicked. It ends
+	// every later path like an outcome does; Outcome reports Pending.
+	withdrawn = Outcome(outcomeBits)
+)
+
+// claim makes outcome the operation's outcome if it has none yet, and reports
+// whether it did. Exactly one claim per operation succeeds. The try bits are
+// left for their holder to clear.
+func (o *Op) claim(outcome Outcome) bool {
+	for {
+		s := o.state.Load()
+		if s&outcomeBits != 0 {
+			return false
+		}
+		if o.state.CompareAndSwap(s, s|int32(outcome)) {
+			return true
+		}
+	}
+}
+
+// acquire takes the try bit and reports whether it did. If another goroutine
+// holds it, acquire asks that goroutine for one more try and returns false; it
+// also returns false if the operation has ended.
+func (o *Op) acquire() bool {
+	for {
+		s := o.state.Load()
+		switch {
+		case s&outcomeBits != 0:
+			return false
+		case s&tryingBit == 0:
+			if o.state.CompareAndSwap(s, s|tryingBit) {
+				return true
+			}
+		case s&againBit != 0:
+			return false // already asked
+		default:
+			if o.state.CompareAndSwap(s, s|againBit) {
+				return false
+			}
+		}
+	}
+}
+
+// check runs TryComplete, under Op.Locker if one is set. The caller holds the
+// try bit.
+func (o *Op) check(impl Operation) bool {
+	if l := o.Locker; l != nil {
+		l.Lock()
+		defer l.Unlock()
+	}
+	return impl.TryComplete()
+}
+
+// settle ends a try whose TryComplete returned ok; the caller holds the try
+// bit. If ok, it claims Completed and reports won. Otherwise it lets go of the
+// try bit, unless another try was asked for meanwhile: then it keeps the bit
+// and reports retry, and the caller must check again and settle again.
+func (o *Op) settle(ok bool) (won, retry bool) {
+	for {
+		s := o.state.Load()
+		switch {
+		case s&outcomeBits != 0: // another path ended it during the try
+			o.state.And(outcomeBits)
+			return false, false
+		case ok:
+			if o.state.CompareAndSwap(s, int32(Completed)) {
+				return true, false
+			}
+		case s&againBit != 0:
+			if o.state.CompareAndSwap(s, s&^againBit) {
+				return false, true
+			}
+		default:
+			if o.state.CompareAndSwap(s, 0) {
+				return false, false
+			}
+		}
+	}
+}
+
+// abandon lets go of the try bit after TryComplete panicked. With withdraw,
+// it also claims the withdrawn outcome if no other path has ended the
+// operation, and reports whether it did.
+func (o *Op) abandon(withdraw bool) bool {
+	next := int32(Pending)
+	if withdraw {
+		next = int32(withdrawn)
+	}
+	for {
+		s := o.state.Load()
+		if s&outcomeBits != 0 {
+			o.state.And(outcomeBits)
+			return false
+		}
+		if o.state.CompareAndSwap(s, next) {
+			return withdraw
+		}
+	}
+}
+
+// try is one try of CheckAndComplete: it takes the try bit (or asks its
+// holder for another try), runs TryComplete until it passes or nobody asks for
+// more, and reports whether it claimed the completion. If TryComplete panics,
+// the try bit and Locker are let go, the operation stays pending (watched, its
+// timeout armed) and the panic continues.
+func (o *Op) try(impl Operation) (won bool) {
+	if !o.acquire() {
+		return false
+	}
+	returned := false
+	defer func() {
+		if !returned {
+			o.abandon(false)
+		}
+	}()
+	for {
+		var retry bool
+		if won, retry = o.settle(o.check(impl)); !retry {
+			returned = true
+			return won
+		}
+	}
+}
