@@ -10,13 +10,17 @@ import (
 )
 
 // FuzzPurgatory runs random sequences of add, completion event, check, force,
-// cancel and the passing of time on a purgatory in fake time, and on a model
-// of plain structs, and requires the same outcome for every operation, the
-// same counts from CheckAndComplete and CancelForKey, and the same Stats.
+// cancel, the passing of time and panics injected into the callbacks on a
+// purgatory in fake time, and on a model of plain structs, and requires the
+// same outcome for every operation, the same counts from CheckAndComplete and
+// CancelForKey (when no panic cut them short), the same panics and the same
+// Stats. At the end every key must still be free and, after Close, the books
+// must balance with nothing delayed or watched.
 func FuzzPurgatory(f *testing.F) {
 	f.Add([]byte{0, 0, 0x13, 1, 0, 0, 2, 0, 0, 5, 7, 0})
 	f.Add([]byte{0, 1, 0x2f, 0, 2, 0x71, 4, 1, 0, 3, 2, 0, 5, 5, 0, 5, 5, 0})
 	f.Add([]byte{3, 4, 0, 0, 4, 0x11, 0, 5, 0x03, 1, 5, 0, 2, 1, 0, 5, 3, 0, 5, 7, 0})
+	f.Add([]byte{6, 0, 0, 0, 0, 0x11, 6, 1, 1, 0, 1, 0x12, 1, 1, 0, 2, 1, 0, 6, 2, 2, 0, 2, 0x14, 5, 7, 0})
 	f.Fuzz(func(t *testing.T, prog []byte) {
 		synctest.Test(t, func(t *testing.T) {
 			runModel(t, prog)
@@ -32,11 +36,12 @@ type modelOp struct {
 	deadline time.Duration
 	ready    bool
 	outcome  purgatory.Outcome
-	counted  bool // added to the purgatory while pending, so Stats count it
+	counted  bool  // added to the purgatory while pending, so Stats count it
+	panicIn  int32 // the callback armed to panic once, as testOp.panicIn
 }
 
 func runModel(t *testing.T, prog []byte) {
-	p, err := purgatory.New[int]("fuzz")
+	p, err := purgatory.New[int]("fuzz", purgatory.WithPanicHandler(func(any) {}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,10 +53,21 @@ func runModel(t *testing.T, prog []byte) {
 	}
 	var want purgatory.Stats
 	now := time.Duration(0)
-	end := func(m *modelOp, o purgatory.Outcome) {
+	// fires reports whether m's callback in panics now, and disarms it.
+	fires := func(m *modelOp, in int32) bool {
+		if m.panicIn != in {
+			return false
+		}
+		m.panicIn = 0
+		return true
+	}
+	end := func(m *modelOp, o purgatory.Outcome) (panicked bool) {
 		m.outcome = o
+		if o != purgatory.Cancelled {
+			panicked = fires(m, panicComplete) || o == purgatory.Expired && fires(m, panicExpire)
+		}
 		if !m.counted {
-			return
+			return panicked
 		}
 		switch o {
 		case purgatory.Completed:
@@ -63,11 +79,25 @@ func runModel(t *testing.T, prog []byte) {
 		case purgatory.Cancelled:
 			want.Cancelled++
 		}
+		return panicked
+	}
+	// call runs f and reports whether it panicked with an injected panic.
+	call := func(f func()) (panicked bool) {
+		defer func() {
+			if r := recover(); r != nil {
+				if r != injected {
+					panic(r)
+				}
+				panicked = true
+			}
+		}()
+		f()
+		return false
 	}
 	watching := func(key int) []int {
 		var ids []int
 		for i, m := range model {
-			if m.added && m.outcome == purgatory.Pending && slices.Contains(m.keys, key) {
+			if m.counted && m.outcome == purgatory.Pending && slices.Contains(m.keys, key) {
 				ids = append(ids, i)
 			}
 		}
@@ -75,7 +105,7 @@ func runModel(t *testing.T, prog []byte) {
 	}
 
 	for pc := 0; pc+2 < len(prog); pc += 3 {
-		kind, a, b := prog[pc]%6, int(prog[pc+1]), int(prog[pc+2])
+		kind, a, b := prog[pc]%7, int(prog[pc+1]), int(prog[pc+2])
 		id, key := a%fuzzOps, a%fuzzKeys
 		m, op := &model[id], ops[id]
 		switch kind {
@@ -92,38 +122,53 @@ func runModel(t *testing.T, prog []byte) {
 			}
 			op.Timeout = time.Duration(b>>4%8+1) * 10 * time.Millisecond
 			m.added, m.keys, m.deadline = true, keys, now+op.Timeout
-			wantDone := false
-			if m.outcome == purgatory.Pending {
+			wantDone, wantPanic := false, false
+			switch {
+			case m.outcome != purgatory.Pending: // forced before it was added
+			case fires(m, panicTry): // the first try panics: the call is undone
+				wantPanic = true
+			default:
 				m.counted = true
 				want.Added++
 				if m.ready {
 					wantDone = true
-					end(m, purgatory.Completed)
+					wantPanic = end(m, purgatory.Completed)
 				}
 			}
-			if got := p.TryCompleteElseWatch(op, keys...); got != wantDone {
+			var got bool
+			if panicked := call(func() { got = p.TryCompleteElseWatch(op, keys...) }); panicked != wantPanic {
+				t.Fatalf("step %d: add %d panicked %v, model %v", pc/3, id, panicked, wantPanic)
+			} else if !panicked && got != wantDone {
 				t.Fatalf("step %d: add %d returned %v, model %v", pc/3, id, got, wantDone)
 			}
 		case 1: // its completion event arrives (nobody checks yet)
 			m.ready = true
 			op.completable.Store(true)
-		case 2: // CheckAndComplete
+		case 2: // CheckAndComplete: every operation on the key is tried, panics or not
 			var wantN int
+			wantPanic := false
 			for _, i := range watching(key) {
-				if model[i].ready {
+				switch mm := &model[i]; {
+				case fires(mm, panicTry):
+					wantPanic = true
+				case mm.ready:
 					wantN++
-					end(&model[i], purgatory.Completed)
+					wantPanic = end(mm, purgatory.Completed) || wantPanic
 				}
 			}
-			if got := p.CheckAndComplete(key); got != wantN {
+			var got int
+			if panicked := call(func() { got = p.CheckAndComplete(key) }); panicked != wantPanic {
+				t.Fatalf("step %d: CheckAndComplete(%d) panicked %v, model %v", pc/3, key, panicked, wantPanic)
+			} else if !panicked && got != wantN {
 				t.Fatalf("step %d: CheckAndComplete(%d) = %d, model %d", pc/3, key, got, wantN)
 			}
-		case 3: // ForceComplete
-			wantWon := m.outcome == purgatory.Pending
-			if wantWon {
-				end(m, purgatory.Forced)
-			}
-			if got := purgatory.ForceComplete(op); got != wantWon {
+		case 3: // ForceComplete; an undone operation cannot be completed
+			wantWon := m.outcome == purgatory.Pending && (m.counted || !m.added)
+			wantPanic := wantWon && end(m, purgatory.Forced)
+			var got bool
+			if panicked := call(func() { got = purgatory.ForceComplete(op) }); panicked != wantPanic {
+				t.Fatalf("step %d: ForceComplete(%d) panicked %v, model %v", pc/3, id, panicked, wantPanic)
+			} else if !panicked && got != wantWon {
 				t.Fatalf("step %d: ForceComplete(%d) = %v, model %v", pc/3, id, got, wantWon)
 			}
 		case 4: // CancelForKey
@@ -145,10 +190,15 @@ func runModel(t *testing.T, prog []byte) {
 			time.Sleep(time.Duration(a%8) * 5 * time.Millisecond)
 			synctest.Wait()
 			for i := range model {
-				if mm := &model[i]; mm.added && mm.outcome == purgatory.Pending && mm.deadline <= now {
-					end(mm, purgatory.Expired)
+				if mm := &model[i]; mm.counted && mm.outcome == purgatory.Pending && mm.deadline <= now {
+					if end(mm, purgatory.Expired) {
+						want.Panics++ // on the wheel: recovered and reported
+					}
 				}
 			}
+		case 6: // arm a panic in one of the operation's callbacks
+			m.panicIn = int32(b%3 + 1)
+			op.panicIn.Store(m.panicIn)
 		}
 
 		want.Delayed, want.Watched = 0, 0
@@ -156,13 +206,30 @@ func runModel(t *testing.T, prog []byte) {
 			if got := ops[i].Outcome(); got != mm.outcome {
 				t.Fatalf("step %d: operation %d is %v, model %v", pc/3, i, got, mm.outcome)
 			}
-			if mm.added && mm.counted && mm.outcome == purgatory.Pending {
+			if mm.counted && mm.outcome == purgatory.Pending {
 				want.Delayed++
 				want.Watched += len(mm.keys)
 			}
 		}
 		if got := p.Stats(); got != want {
 			t.Fatalf("step %d: stats %+v, model %+v", pc/3, got, want)
+		}
+	}
+
+	// Every key is still free (a wedged one deadlocks the bubble), and Close
+	// leaves the books balanced whatever panicked.
+	for key := range fuzzKeys {
+		call(func() { p.CheckAndComplete(key) })
+	}
+	p.Close()
+	st := p.Stats()
+	if st.Delayed != 0 || st.Watched != 0 ||
+		st.Added != st.Completed+st.Forced+st.Expired+st.ContextDone+st.Cancelled+st.Closed {
+		t.Fatalf("after Close: %+v", st)
+	}
+	for i, m := range model {
+		if m.counted && ops[i].Outcome() == purgatory.Pending {
+			t.Fatalf("operation %d was added and never ended", i)
 		}
 	}
 }

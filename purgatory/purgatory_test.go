@@ -28,6 +28,23 @@ type testOp struct {
 	expired     atomic.Int32
 	outcome     purgatory.Outcome // recorded by OnComplete
 	onTry       func()            // optional hook inside TryComplete
+	panicIn     atomic.Int32      // a callback that panics once: panicTry, panicComplete or panicExpire
+}
+
+// Callbacks a testOp can be told to panic in, once, after it has counted the call.
+const (
+	panicTry = 1 + iota
+	panicComplete
+	panicExpire
+)
+
+// injected is the value of every panic a testOp injects.
+const injected = "injected panic"
+
+func (o *testOp) maybePanic(in int32) {
+	if o.panicIn.CompareAndSwap(in, 0) {
+		panic(injected)
+	}
 }
 
 func newOp(timeout time.Duration) *testOp {
@@ -39,15 +56,20 @@ func (o *testOp) TryComplete() bool {
 	if o.onTry != nil {
 		o.onTry()
 	}
+	o.maybePanic(panicTry)
 	return o.completable.Load()
 }
 
 func (o *testOp) OnComplete() {
 	o.completed.Add(1)
 	o.outcome = o.Outcome()
+	o.maybePanic(panicComplete)
 }
 
-func (o *testOp) OnExpiration() { o.expired.Add(1) }
+func (o *testOp) OnExpiration() {
+	o.expired.Add(1)
+	o.maybePanic(panicExpire)
+}
 
 func newPurgatory(t *testing.T, opts ...purgatory.Option) *purgatory.Purgatory[string] {
 	t.Helper()

@@ -5,26 +5,36 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/purgatory-go/purgatory/purgatory"
 )
 
 // TestStress mixes every path that can end an operation, from 8 goroutines at
-// once, and then accounts for each operation: exactly one outcome, OnComplete
-// at most once (never for a cancelled one), OnExpiration only after a timeout,
-// and the purgatory's counters agree with the operations' own.
+// once, with panics injected at random into TryComplete, OnComplete and
+// OnExpiration, and then accounts for each operation: exactly one outcome,
+// OnComplete at most once (never for a cancelled one), OnExpiration only
+// after a timeout, the purgatory's counters agree with the operations' own,
+// and no key is left locked. The only operations without an outcome are those
+// whose TryCompleteElseWatch was undone by a panic in TryComplete; they are
+// not counted as added.
 func TestStress(t *testing.T) {
 	perGoroutine := 3000
 	if testing.Short() {
 		perGoroutine = 300
 	}
 	synctest.Test(t, func(t *testing.T) {
-		p := newPurgatory(t, purgatory.WithShards(8))
+		var reported atomic.Int64
+		p := newPurgatory(t, purgatory.WithShards(8), purgatory.WithPanicHandler(func(r any) {
+			assert.Equal(t, injected, r)
+			reported.Add(1)
+		}))
 		const goroutines, nKeys = 8, 64
 		keys := make([]string, nKeys)
 		for i := range keys {
@@ -32,12 +42,25 @@ func TestStress(t *testing.T) {
 		}
 		var mu sync.Mutex
 		var all []*testOp
+		withdrawn := map[*testOp]bool{}
 		var wg sync.WaitGroup
 		for g := range goroutines {
 			wg.Go(func() {
 				rng := rand.New(rand.NewPCG(uint64(g), 7))
 				var mine []*testOp
+				var undone []*testOp
 				var cancels []context.CancelFunc
+				// call runs f, which may panic only with an injected panic.
+				call := func(f func()) (panicked bool) {
+					defer func() {
+						if r := recover(); r != nil {
+							assert.Equal(t, injected, r)
+							panicked = true
+						}
+					}()
+					f()
+					return false
+				}
 				for range perGoroutine {
 					op := newOp(time.Duration(1+rng.IntN(3000)) * time.Microsecond)
 					if rng.IntN(4) == 0 {
@@ -48,19 +71,24 @@ func TestStress(t *testing.T) {
 					if rng.IntN(10) == 0 {
 						op.completable.Store(true) // completes at once
 					}
+					if rng.IntN(8) == 0 {
+						op.panicIn.Store(int32(1 + rng.IntN(3)))
+					}
 					opKeys := make([]string, 1+rng.IntN(3))
 					for i := range opKeys {
 						opKeys[i] = keys[rng.IntN(nKeys)]
 					}
-					p.TryCompleteElseWatch(op, opKeys...)
+					if call(func() { p.TryCompleteElseWatch(op, opKeys...) }) && op.Outcome() == purgatory.Pending {
+						undone = append(undone, op)
+					}
 					mine = append(mine, op)
 
 					switch r := rng.IntN(100); {
 					case r < 30: // a completion event on a key
 						mine[rng.IntN(len(mine))].completable.Store(true)
-						p.CheckAndComplete(keys[rng.IntN(nKeys)])
+						call(func() { p.CheckAndComplete(keys[rng.IntN(nKeys)]) })
 					case r < 45:
-						purgatory.ForceComplete(mine[rng.IntN(len(mine))])
+						call(func() { purgatory.ForceComplete(mine[rng.IntN(len(mine))]) })
 					case r < 46:
 						p.CancelForKey(keys[rng.IntN(nKeys)])
 					case r < 56 && len(cancels) > 0:
@@ -74,17 +102,28 @@ func TestStress(t *testing.T) {
 				}
 				mu.Lock()
 				all = append(all, mine...)
+				for _, op := range undone {
+					withdrawn[op] = true
+				}
 				mu.Unlock()
 			})
 		}
 		wg.Wait()
 		time.Sleep(10 * time.Millisecond) // every remaining timeout passes
 		synctest.Wait()
+		for _, key := range keys {
+			p.CheckAndComplete(key) // every key is free: a wedged one deadlocks the bubble
+		}
 
 		require.Len(t, all, goroutines*perGoroutine)
-		want := purgatory.Stats{Added: int64(len(all))}
+		want := purgatory.Stats{Added: int64(len(all) - len(withdrawn)), Panics: reported.Load()}
 		for i, op := range all {
 			out := op.Outcome()
+			if withdrawn[op] {
+				require.Equal(t, purgatory.Pending, out, "operation %d was withdrawn", i)
+				require.Zero(t, op.completed.Load(), "operation %d was withdrawn", i)
+				continue
+			}
 			switch out {
 			case purgatory.Completed:
 				want.Completed++
@@ -114,6 +153,8 @@ func TestStress(t *testing.T) {
 		}
 		require.Equal(t, want, p.Stats())
 		require.Zero(t, p.Watched())
-		t.Logf("outcomes: %+v", want)
+		require.NotZero(t, len(withdrawn), "some TryCompleteElseWatch calls were undone")
+		require.NotZero(t, want.Panics, "some panics were recovered on the library's goroutines")
+		t.Logf("outcomes: %+v; withdrawn: %d", want, len(withdrawn))
 	})
 }

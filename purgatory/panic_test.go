@@ -1,0 +1,302 @@
+package purgatory_test
+
+import (
+	"bytes"
+	"fmt"
+	"log"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/purgatory-go/purgatory/purgatory"
+	"github.com/purgatory-go/purgatory/timingwheel"
+)
+
+// The trust issue's cases, each of which failed before the try bit and the
+// panic handling: every test runs in a synctest bubble, so a wedged key shows
+// up as a deadlock rather than a hang.
+
+// panicky panics in the callbacks its fields name, then behaves as testOp.
+type panicky struct {
+	*testOp
+	panicOnTry      func(try int32) bool
+	panicOnComplete bool
+	panicOnExpire   bool
+}
+
+func newPanicky(timeout time.Duration) *panicky { return &panicky{testOp: newOp(timeout)} }
+
+func (o *panicky) TryComplete() bool {
+	ok := o.testOp.TryComplete()
+	if o.panicOnTry != nil && o.panicOnTry(o.tries.Load()) {
+		panic(fmt.Sprintf("TryComplete panicked on try %d", o.tries.Load()))
+	}
+	return ok
+}
+
+func (o *panicky) OnComplete() {
+	o.testOp.OnComplete()
+	if o.panicOnComplete {
+		panic("OnComplete panicked")
+	}
+}
+
+func (o *panicky) OnExpiration() {
+	o.testOp.OnExpiration()
+	if o.panicOnExpire {
+		panic("OnExpiration panicked")
+	}
+}
+
+// recovered runs f and returns what it panicked with, or nil.
+func recovered(f func()) (r any) {
+	defer func() { r = recover() }()
+	f()
+	return nil
+}
+
+// captureLog sends the standard logger's output to a buffer for the test.
+func captureLog(t *testing.T) *syncBuffer {
+	t.Helper()
+	var buf syncBuffer
+	out, flags := log.Writer(), log.Flags()
+	log.SetOutput(&buf)
+	t.Cleanup(func() { log.SetOutput(out); log.SetFlags(flags) })
+	return &buf
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Case 1: TryComplete panics inside CheckAndComplete. The panic reaches the
+// caller, but nothing stays locked: the key's other operations were still
+// tried, later checks return, and the operation completes or expires later.
+func TestTryCompletePanicInCheckAndComplete(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPurgatory(t)
+		bad := newPanicky(time.Second)
+		bad.panicOnTry = func(try int32) bool { return try == 3 }
+		good := newOp(time.Second)
+		require.False(t, p.TryCompleteElseWatch(bad, "k"))
+		require.False(t, p.TryCompleteElseWatch(good, "k"))
+		good.completable.Store(true)
+
+		require.Equal(t, "TryComplete panicked on try 3", recovered(func() { p.CheckAndComplete("k") }))
+		require.Equal(t, purgatory.Completed, good.Outcome(), "the operation after the panicking one was still tried")
+		require.Equal(t, purgatory.Pending, bad.Outcome())
+		require.Equal(t, purgatory.Stats{Watched: 1, Delayed: 1, Added: 2, Completed: 1}, p.Stats())
+
+		require.Zero(t, p.CheckAndComplete("k"), "the key is not wedged")
+		bad.completable.Store(true)
+		require.Equal(t, 1, p.CheckAndComplete("k"))
+		require.Equal(t, purgatory.Completed, bad.Outcome())
+
+		// And one that never becomes completable still expires.
+		late := newPanicky(time.Second)
+		late.panicOnTry = func(try int32) bool { return try == 3 }
+		p.TryCompleteElseWatch(late, "k")
+		require.NotNil(t, recovered(func() { p.CheckAndComplete("k") }))
+		time.Sleep(time.Second)
+		synctest.Wait()
+		require.Equal(t, purgatory.Expired, late.Outcome())
+		require.Equal(t, purgatory.Stats{Added: 3, Completed: 2, Expired: 1}, p.Stats())
+	})
+}
+
+// Case 1, with a shared Locker: the panic releases it.
+func TestTryCompletePanicReleasesLocker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPurgatory(t)
+		var lock sync.Mutex
+		bad := newPanicky(time.Second)
+		bad.Locker = &lock
+		bad.panicOnTry = func(try int32) bool { return try == 3 }
+		p.TryCompleteElseWatch(bad, "k")
+		require.NotNil(t, recovered(func() { p.CheckAndComplete("k") }))
+		require.True(t, lock.TryLock(), "the Locker was released")
+		lock.Unlock()
+	})
+}
+
+// Case 2: TryComplete panics inside TryCompleteElseWatch, on the first try,
+// on the second (after watching), or on a third that a CheckAndComplete asked
+// for after the timeout was armed. Each time the call is undone: nothing
+// watched, armed or counted, and the key is free.
+func TestTryCompletePanicUndoesTryCompleteElseWatch(t *testing.T) {
+	for _, panicAt := range []int32{1, 2, 3} {
+		t.Run(fmt.Sprint("try ", panicAt), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := newPurgatory(t)
+				op := newPanicky(time.Second)
+				op.Context = t.Context()
+				op.panicOnTry = func(try int32) bool { return try == panicAt }
+				op.onTry = func() {
+					if op.tries.Load() == 2 {
+						// A completion event on the key during the second
+						// try: it asks for a third instead of waiting.
+						assert.Zero(t, p.CheckAndComplete("k"))
+					}
+				}
+				r := recovered(func() { p.TryCompleteElseWatch(op, "k", "j") })
+				require.Equal(t, fmt.Sprintf("TryComplete panicked on try %d", panicAt), r)
+				require.Equal(t, purgatory.Stats{}, p.Stats(), "nothing counted or watched")
+				require.Zero(t, p.TimingWheel().Len(), "no timeout left armed")
+				require.Equal(t, purgatory.Pending, op.Outcome())
+
+				op.completable.Store(true)
+				require.Zero(t, p.CheckAndComplete("k"), "the withdrawn operation is not watched")
+				require.Zero(t, p.CheckAndComplete("j"))
+				time.Sleep(2 * time.Second)
+				synctest.Wait()
+				require.Zero(t, op.completed.Load(), "it never ends: it was never added")
+				require.Equal(t, "purgatory: operation passed to TryCompleteElseWatch twice; use a new operation",
+					recovered(func() { p.TryCompleteElseWatch(op, "k") }))
+
+				other := newOp(time.Second)
+				other.completable.Store(true)
+				require.True(t, p.TryCompleteElseWatch(other, "k"), "the key still works")
+			})
+		})
+	}
+}
+
+// Case 3: callbacks panic while Close sweeps 1,000 pending operations. Close
+// ends every one of them, reports each panic, stops its wheel and stays
+// idempotent.
+func TestClosePanicsAreReportedAndTheSweepFinishes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var reported atomic.Int64
+		p, err := purgatory.New[int]("closing", purgatory.WithPanicHandler(func(r any) {
+			assert.Equal(t, "OnComplete panicked", r)
+			reported.Add(1)
+		}))
+		require.NoError(t, err)
+		const n = 1000
+		ops := make([]*panicky, n)
+		for i := range ops {
+			ops[i] = newPanicky(time.Hour)
+			ops[i].panicOnComplete = i%3 == 0
+			p.TryCompleteElseWatch(ops[i], i%10)
+		}
+		p.Close()
+		for i, op := range ops {
+			require.Equal(t, purgatory.Closed, op.Outcome(), "operation %d", i)
+			require.EqualValues(t, 1, op.completed.Load(), "operation %d", i)
+			require.Zero(t, op.expired.Load(), "operation %d: Close is not a timeout", i)
+		}
+		const panics = (n + 2) / 3
+		require.EqualValues(t, panics, reported.Load())
+		require.Equal(t, purgatory.Stats{Added: n, Closed: n, Panics: panics}, p.Stats())
+		require.ErrorIs(t, p.TimingWheel().Start(), timingwheel.ErrStopped, "Close stopped the purgatory's own wheel")
+		p.Close()
+		require.EqualValues(t, panics, reported.Load(), "a second Close does nothing")
+	})
+}
+
+// With no handler, a panic on a goroutine the library owns is logged once,
+// with its stack; a panicking handler is logged rather than crashing.
+func TestPanicsAreLoggedByDefault(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		logged := captureLog(t)
+		p := newPurgatory(t)
+		op := newPanicky(time.Millisecond)
+		op.panicOnExpire = true
+		p.TryCompleteElseWatch(op, "k")
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		require.Equal(t, purgatory.Expired, op.Outcome())
+		out := logged.String()
+		require.Equal(t, 1, strings.Count(out, "OnExpiration panicked"), "logged once: %s", out)
+		require.Contains(t, out, "purgatory: recovered a panic from")
+		require.Contains(t, out, "(*panicky).OnExpiration", "with the stack of the panic")
+		require.EqualValues(t, 1, p.Stats().Panics)
+		require.Zero(t, p.TimingWheel().Stats().Panics, "reported by the purgatory, not again by the wheel")
+	})
+	synctest.Test(t, func(t *testing.T) {
+		logged := captureLog(t)
+		p := newPurgatory(t, purgatory.WithPanicHandler(func(any) { panic("the handler panicked") }))
+		op := newPanicky(time.Hour)
+		op.panicOnComplete = true
+		p.TryCompleteElseWatch(op, "k")
+		p.Close()
+		out := logged.String()
+		require.Contains(t, out, "the handler panicked")
+		require.Contains(t, out, "OnComplete panicked")
+		require.Equal(t, purgatory.Closed, op.Outcome())
+	})
+}
+
+// A panic in OnComplete on the caller's goroutine reaches the caller after the
+// operation has ended and been counted; OnExpiration still runs after a
+// panicking OnComplete, and OnComplete after a panicking Observer.
+func TestCallbackPanicsAfterTheOperationEnded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPurgatory(t)
+		op := newPanicky(time.Second)
+		op.panicOnComplete = true
+		p.TryCompleteElseWatch(op, "k")
+		op.completable.Store(true)
+		require.Equal(t, "OnComplete panicked", recovered(func() { p.CheckAndComplete("k") }))
+		require.Equal(t, purgatory.Stats{Added: 1, Completed: 1}, p.Stats())
+
+		forced := newPanicky(time.Second)
+		forced.panicOnComplete = true
+		p.TryCompleteElseWatch(forced, "k")
+		require.Equal(t, "OnComplete panicked", recovered(func() { purgatory.ForceComplete(forced) }))
+		require.Equal(t, purgatory.Forced, forced.Outcome())
+		require.Zero(t, p.Delayed())
+
+		expiring := newPanicky(time.Millisecond)
+		expiring.panicOnComplete = true
+		p.TryCompleteElseWatch(expiring, "k")
+		captureLog(t)
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		require.EqualValues(t, 1, expiring.completed.Load())
+		require.EqualValues(t, 1, expiring.expired.Load(), "OnExpiration ran after the panicking OnComplete")
+	})
+	synctest.Test(t, func(t *testing.T) {
+		p := newPurgatory(t, purgatory.WithObserver(panickingObserver{}))
+		op := newOp(time.Second)
+		op.completable.Store(true)
+		require.Equal(t, "observer panicked", recovered(func() { p.TryCompleteElseWatch(op, "k") }))
+		require.EqualValues(t, 1, op.completed.Load(), "OnComplete ran after the panicking Observer")
+		require.Equal(t, purgatory.Stats{Added: 1, Completed: 1}, p.Stats())
+
+		var cancelled []*testOp
+		for range 3 {
+			c := newOp(time.Second)
+			p.TryCompleteElseWatch(c, "c")
+			cancelled = append(cancelled, c)
+		}
+		require.Equal(t, "observer panicked", recovered(func() { p.CancelForKey("c") }))
+		for _, c := range cancelled {
+			require.Equal(t, purgatory.Cancelled, c.Outcome(), "every operation was cancelled despite the panics")
+		}
+		require.Zero(t, p.Delayed())
+	})
+}
+
+type panickingObserver struct{}
+
+func (panickingObserver) OperationEnded(purgatory.Outcome, time.Duration) { panic("observer panicked") }

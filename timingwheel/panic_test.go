@@ -1,0 +1,110 @@
+package timingwheel_test
+
+import (
+	"bytes"
+	"log"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/purgatory-go/purgatory/timingwheel"
+)
+
+// logTo sends the standard logger's output to a buffer for the test.
+func logTo(t *testing.T) *lockedBuffer {
+	t.Helper()
+	b := &lockedBuffer{}
+	out := log.Writer()
+	log.SetOutput(b)
+	t.Cleanup(func() { log.SetOutput(out) })
+	return b
+}
+
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// With no handler, a panicking callback is logged once with its stack (as
+// net/http logs a handler's panic), counted, and the other timers still run.
+func TestPanicIsLoggedByDefault(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		logged := logTo(t)
+		tw := start(t)
+		var ran atomic.Int32
+		tw.AfterFunc(time.Millisecond, func() { panic("callback failed") })
+		tw.AfterFunc(time.Millisecond, func() { ran.Add(1) })
+		time.Sleep(2 * time.Millisecond)
+		synctest.Wait()
+		require.EqualValues(t, 1, ran.Load())
+		require.EqualValues(t, 1, tw.Stats().Panics)
+		out := logged.String()
+		require.Equal(t, 1, strings.Count(out, "callback failed"), out)
+		require.Contains(t, out, "timingwheel: recovered a panic from a timer's callback")
+		require.Contains(t, out, "TestPanicIsLoggedByDefault", "with the stack of the panic")
+	})
+}
+
+// A panicking handler or Observer is logged and never kills the goroutine
+// that runs the other timers.
+func TestPanickingHandlerAndObserver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		logged := logTo(t)
+		for _, exec := range []timingwheel.Executor{timingwheel.InlineExecutor(), timingwheel.PoolExecutor(1)} {
+			tw := start(t, timingwheel.WithExecutor(exec),
+				timingwheel.WithPanicHandler(func(any) { panic("handler failed") }),
+				timingwheel.WithObserver(panicky{}))
+			var ran atomic.Int32
+			tw.AfterFunc(time.Millisecond, func() { panic("callback failed") })
+			for range 3 {
+				tw.AfterFunc(2*time.Millisecond, func() { ran.Add(1) })
+			}
+			time.Sleep(3 * time.Millisecond)
+			synctest.Wait()
+			require.EqualValues(t, 3, ran.Load(), "the timers after the panics still ran")
+			require.EqualValues(t, 3, tw.Stats().Panics, "the callback's and the observer's twice")
+		}
+		out := logged.String()
+		require.Contains(t, out, "handler failed")
+		require.Contains(t, out, "observer failed")
+	})
+}
+
+type panicky struct{}
+
+func (panicky) TimerFired(time.Duration) { panic("observer failed") }
+
+// Case 7 of the trust issue: a zero TimingWheel says it must be created with
+// New, every time; it used to leave its lock held, so the second call hung.
+func TestZeroTimingWheel(t *testing.T) {
+	var tw timingwheel.TimingWheel
+	const msg = "timingwheel: TimingWheel must be created with New"
+	for range 2 {
+		require.PanicsWithValue(t, msg, func() { tw.AfterFunc(time.Second, func() {}) })
+		require.PanicsWithValue(t, msg, func() { tw.ScheduleFunc(timingwheel.Every(time.Second), func() {}) })
+		require.PanicsWithValue(t, msg, func() { _ = tw.Start() })
+		require.PanicsWithValue(t, msg, func() { tw.Stop() })
+		require.PanicsWithValue(t, msg, func() { tw.AdvanceClock(0) })
+		require.PanicsWithValue(t, msg, func() { tw.Len() })
+	}
+	_, err := timingwheel.New(timingwheel.WithTick(time.Millisecond), nil)
+	require.ErrorIs(t, err, timingwheel.ErrInvalidOption)
+	require.ErrorContains(t, err, "option 1 is nil")
+}
