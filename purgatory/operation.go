@@ -90,7 +90,6 @@ const NoTimeout time.Duration = math.MaxInt64
 type Op struct {
 	// What every try in CheckAndComplete reads comes first, on one cache line.
 	state atomic.Int32 // an Outcome, plus the try bits (try.go)
-	added atomic.Bool  // set by the first TryCompleteElseWatch
 	impl  Operation    // the embedding operation; immutable once watched
 	// Locker, if not nil, is held while TryComplete runs, so that several
 	// operations can share one lock with the user's own code (Kafka's
@@ -118,6 +117,11 @@ type Op struct {
 	nodes   []*node       // places under further keys
 	timer   *timingwheel.Timer
 	stopCtx func() bool
+
+	// added is set by the first TryCompleteElseWatch. It comes last, next to
+	// the embedding operation's own first fields, so that touch can bring
+	// their cache line in too.
+	added atomic.Bool
 }
 
 func (o *Op) mustEmbedPurgatoryOp() *Op { return o }
@@ -129,6 +133,14 @@ func (o *Op) Outcome() Outcome {
 		return out
 	}
 	return Pending
+}
+
+// touch loads the operation's first cache line and its last, where the
+// embedding operation's first fields usually begin, so that a try soon after
+// does not wait for memory. (Atomic loads: the compiler keeps them.)
+func (o *Op) touch() {
+	o.state.Load()
+	o.added.Load()
 }
 
 // IsCompleted reports whether the operation has ended, by any outcome.

@@ -184,6 +184,9 @@ func (p *Purgatory[K]) CheckAndComplete(key K) int {
 		bp = new([]*Op)
 	}
 	w := walk{ops: p.watchers.snapshot(key, (*bp)[:0])}
+	for _, o := range w.ops {
+		o.touch()
+	}
 	defer w.finish()
 	w.run()
 	clear(w.ops)
@@ -218,37 +221,53 @@ type walk struct {
 	next    int
 	won     int
 	outcome Outcome
+	holding *Op // the operation whose try bit this walk holds, if any
 }
 
 func (w *walk) run() {
 	for w.next < len(w.ops) {
 		o := w.ops[w.next]
 		w.next++
-		if w.outcome == Pending && tryComplete(o) || w.outcome != Pending && o.end(w.outcome) {
-			w.ops[w.won] = o
-			w.won++
+		if w.outcome == Pending {
+			impl := o.impl // written by bind before o was first watched
+			if !o.acquire() {
+				continue
+			}
+			w.holding = o
+			won := o.tryHeld(impl)
+			w.holding = nil
+			if !won {
+				continue
+			}
+			o.complete(impl, Completed)
+		} else if !o.end(w.outcome) {
+			continue
 		}
+		w.ops[w.won] = o
+		w.won++
 	}
 }
 
+// touchAhead is how many operations ahead of the one being tried a walk
+// touches: each try's first read of an operation is a cache miss, and
+// touching the next ones early lets those misses overlap with the try.
+const touchAhead = 4
+
 // finish is deferred by run's caller. After a walk that ran to its end it does
-// nothing; if a callback panicked, it walks the rest before the panic goes on,
-// so that one operation's panic does not hold back the others (and a further
-// panic does the same from there).
+// nothing. If a callback panicked, it lets go of the try bit if TryComplete was
+// the one, then walks the rest before the panic goes on, so that one
+// operation's panic does not hold back the others (and a further panic does the
+// same from there). Doing this once per walk, rather than deferring per try,
+// keeps the try itself free of defers.
 func (w *walk) finish() {
+	if o := w.holding; o != nil {
+		w.holding = nil
+		o.abandon(false)
+	}
 	if w.next < len(w.ops) {
 		defer w.finish()
 		w.run()
 	}
-}
-
-func tryComplete(o *Op) bool {
-	impl := o.impl // written by bind before o was first watched
-	if !o.try(impl) {
-		return false
-	}
-	o.complete(impl, Completed)
-	return true
 }
 
 // Watched returns the number of (operation, key) watches: Kafka's

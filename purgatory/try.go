@@ -67,10 +67,15 @@ func (o *Op) acquire() bool {
 // check runs TryComplete, under Op.Locker if one is set. The caller holds the
 // try bit.
 func (o *Op) check(impl Operation) bool {
-	if l := o.Locker; l != nil {
-		l.Lock()
-		defer l.Unlock()
+	if o.Locker != nil {
+		return o.checkLocked(impl)
 	}
+	return impl.TryComplete()
+}
+
+func (o *Op) checkLocked(impl Operation) bool {
+	o.Locker.Lock()
+	defer o.Locker.Unlock()
 	return impl.TryComplete()
 }
 
@@ -121,25 +126,14 @@ func (o *Op) abandon(withdraw bool) bool {
 	}
 }
 
-// try is one try of CheckAndComplete: it takes the try bit (or asks its
-// holder for another try), runs TryComplete until it passes or nobody asks for
-// more, and reports whether it claimed the completion. If TryComplete panics,
-// the try bit and Locker are let go, the operation stays pending (watched, its
-// timeout armed) and the panic continues.
-func (o *Op) try(impl Operation) (won bool) {
-	if !o.acquire() {
-		return false
-	}
-	returned := false
-	defer func() {
-		if !returned {
-			o.abandon(false)
-		}
-	}()
+// tryHeld runs TryComplete, holding the try bit, until it passes or nobody
+// asks for another try, and reports whether it claimed the completion; either
+// way the try bit is let go. If TryComplete panics, the caller still holds the
+// try bit and must abandon it.
+func (o *Op) tryHeld(impl Operation) bool {
 	for {
-		var retry bool
-		if won, retry = o.settle(o.check(impl)); !retry {
-			returned = true
+		won, retry := o.settle(o.check(impl))
+		if !retry {
 			return won
 		}
 	}
