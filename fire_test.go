@@ -2,8 +2,8 @@ package purgatory_test
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -28,6 +28,10 @@ type firedTimer struct {
 	selfResets                 int // how many more times the callback re-arms itself
 }
 
+// long reports whether the long suite was asked for with PURGATORY_LONG=1
+// (README, "Tests"): the default test command stays fast, and CI runs both.
+func long() bool { return os.Getenv("PURGATORY_LONG") == "1" }
+
 // TestExactlyOnceUnderFire drives one timing wheel and one purgatory from 8
 // goroutines at once with every call that can race: AfterFunc, Stop and Reset
 // from outside and from inside callbacks, TryCompleteElseWatch,
@@ -35,9 +39,9 @@ type firedTimer struct {
 // and Close of the purgatory in mid-flight. Then it accounts for each timer
 // arming and each operation, and checks that no timer ran early.
 func TestExactlyOnceUnderFire(t *testing.T) {
-	total := 1_000_000
-	if testing.Short() {
-		total = 50_000
+	total := 50_000
+	if long() {
+		total = 1_000_000
 	}
 	const goroutines = 8
 	perG := total / goroutines
@@ -197,6 +201,6 @@ func TestExactlyOnceUnderFire(t *testing.T) {
 	want.Added = int64(nOps)
 	require.Equal(t, want, p.Stats())
 	require.EqualValues(t, 0, tw.Stats().Panics)
-	t.Log(fmt.Sprintf("timers: %d armings = %d runs (%d handed back) + %d stops + %d replaced; operations: %+v",
-		armings, runs, len(handedBack), stops, reps, want))
+	t.Logf("timers: %d armings = %d runs (%d handed back) + %d stops + %d replaced; operations: %+v",
+		armings, runs, len(handedBack), stops, reps, want)
 }

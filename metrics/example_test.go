@@ -10,9 +10,20 @@ import (
 	"github.com/purgatory-go/purgatory/purgatory"
 )
 
+// request is an operation that waits for a response.
+type request struct {
+	purgatory.Op
+	answered bool
+}
+
+func (r *request) TryComplete() bool { return r.answered }
+func (r *request) OnComplete()       {}
+func (r *request) OnExpiration()     {}
+
+// The purgatory's name is given once, to New; its collector reads it and
+// exports the observer's histogram too.
 func Example() {
-	durations := metrics.NewPurgatoryObserver("produce", nil)
-	p, err := purgatory.New[string]("produce", purgatory.WithObserver(durations))
+	p, err := purgatory.New[string]("produce", purgatory.WithObserver(metrics.NewPurgatoryObserver(nil)))
 	if err != nil {
 		panic(err)
 	}
@@ -20,23 +31,24 @@ func Example() {
 
 	reg := prometheus.NewRegistry() // the caller's registry, never the global one
 	reg.MustRegister(
-		metrics.NewPurgatoryCollector(p, "produce"),
+		metrics.NewPurgatoryCollector(p),
 		metrics.NewTimingWheelCollector(p.TimingWheel(), "produce"),
-		durations,
 	)
 
-	p.TryCompleteElseWatch(newOp(time.Minute), "orders-0")
+	p.TryCompleteElseWatch(&request{Op: purgatory.Op{Timeout: time.Minute}}, "orders-0")
 
 	families, err := reg.Gather()
 	if err != nil {
 		panic(err)
 	}
 	for _, f := range families {
-		if f.GetName() == "purgatory_delayed_operations" || f.GetName() == "timingwheel_pending_timers" {
-			fmt.Println(f.GetName(), f.GetMetric()[0].GetGauge().GetValue())
+		switch f.GetName() {
+		case "purgatory_delayed_operations", "timingwheel_pending_timers":
+			m := f.GetMetric()[0]
+			fmt.Println(f.GetName(), m.GetLabel()[0].GetValue(), m.GetGauge().GetValue())
 		}
 	}
 	// Output:
-	// purgatory_delayed_operations 1
-	// timingwheel_pending_timers 1
+	// purgatory_delayed_operations produce 1
+	// timingwheel_pending_timers produce 1
 }

@@ -61,12 +61,12 @@ func drive(t *testing.T, p *purgatory.Purgatory[string]) {
 
 func TestPurgatoryCollector(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		obs := metrics.NewPurgatoryObserver("produce", []float64{0.01, 0.1, 1})
+		obs := metrics.NewPurgatoryObserver([]float64{0.01, 0.1, 1})
 		p, err := purgatory.New[string]("produce", purgatory.WithObserver(obs))
 		require.NoError(t, err)
 		drive(t, p)
 
-		c := metrics.NewPurgatoryCollector(p, "produce")
+		c := metrics.NewPurgatoryCollector(p) // labelled with the name given to New, and with obs's histogram
 		require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(`
 # HELP purgatory_delayed_operations Operations added and not yet ended (Kafka's NumDelayedOperations).
 # TYPE purgatory_delayed_operations gauge
@@ -85,10 +85,10 @@ purgatory_operations_total{outcome="forced",purgatory="produce"} 1
 # HELP purgatory_watched_operations Operations watched, counted once per key they are watched under (Kafka's PurgatorySize).
 # TYPE purgatory_watched_operations gauge
 purgatory_watched_operations{purgatory="produce"} 2
-`)))
+`), "purgatory_delayed_operations", "purgatory_operations_added_total", "purgatory_operations_total", "purgatory_watched_operations"))
 
 		// completed, forced and cancelled at 5 ms; expired at 50 ms; context done at 505 ms.
-		require.NoError(t, testutil.CollectAndCompare(obs, strings.NewReader(`
+		require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(`
 # HELP purgatory_operation_duration_seconds Time operations spent in the purgatory, from TryCompleteElseWatch to their end, by outcome.
 # TYPE purgatory_operation_duration_seconds histogram
 purgatory_operation_duration_seconds_bucket{outcome="cancelled",purgatory="produce",le="0.01"} 1
@@ -127,7 +127,7 @@ purgatory_operation_duration_seconds_bucket{outcome="forced",purgatory="produce"
 purgatory_operation_duration_seconds_bucket{outcome="forced",purgatory="produce",le="+Inf"} 1
 purgatory_operation_duration_seconds_sum{outcome="forced",purgatory="produce"} 0.005
 purgatory_operation_duration_seconds_count{outcome="forced",purgatory="produce"} 1
-`)))
+`), "purgatory_operation_duration_seconds"))
 
 		p.Close()
 		require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(`
@@ -148,7 +148,7 @@ purgatory_operations_total{outcome="forced",purgatory="produce"} 1
 
 func TestTimingWheelCollector(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		obs := metrics.NewTimingWheelObserver("main", []float64{0.0005, 0.001})
+		obs := metrics.NewTimingWheelObserver([]float64{0.0005, 0.001})
 		var panics atomic.Int32
 		tw, err := timingwheel.New(timingwheel.WithObserver(obs), timingwheel.WithPanicHandler(func(any) { panics.Add(1) }))
 		require.NoError(t, err)
@@ -173,8 +173,8 @@ timingwheel_pending_timers{wheel="main"} 1
 # HELP timingwheel_rejected_timers_total Timers scheduled after the wheel was stopped; they never run.
 # TYPE timingwheel_rejected_timers_total counter
 timingwheel_rejected_timers_total{wheel="main"} 0
-`)))
-		require.NoError(t, testutil.CollectAndCompare(obs, strings.NewReader(`
+`), "timingwheel_callback_panics_total", "timingwheel_fired_total", "timingwheel_pending_timers", "timingwheel_rejected_timers_total"))
+		require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(`
 # HELP timingwheel_lateness_seconds How long after its deadline each timer was handed to the executor.
 # TYPE timingwheel_lateness_seconds histogram
 timingwheel_lateness_seconds_bucket{wheel="main",le="0.0005"} 1
@@ -182,7 +182,7 @@ timingwheel_lateness_seconds_bucket{wheel="main",le="0.001"} 2
 timingwheel_lateness_seconds_bucket{wheel="main",le="+Inf"} 2
 timingwheel_lateness_seconds_sum{wheel="main"} 0.0008
 timingwheel_lateness_seconds_count{wheel="main"} 2
-`)))
+`), "timingwheel_lateness_seconds"))
 		tw.Stop()
 		tw.AfterFunc(time.Millisecond, func() {})
 		require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(`
@@ -195,17 +195,19 @@ timingwheel_rejected_timers_total{wheel="main"} 1
 
 func TestLint(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p, err := purgatory.New[string]("lint")
+		wobs := metrics.NewTimingWheelObserver(nil)
+		tw, err := timingwheel.New(timingwheel.WithObserver(wobs))
+		require.NoError(t, err)
+		defer tw.Stop()
+		obs := metrics.NewPurgatoryObserver(nil)
+		p, err := purgatory.New[string]("lint", purgatory.WithObserver(obs), purgatory.WithTimingWheel(tw))
 		require.NoError(t, err)
 		defer p.Close()
-		obs := metrics.NewPurgatoryObserver("lint", nil)
-		wobs := metrics.NewTimingWheelObserver("lint", nil)
 		obs.OperationEnded(purgatory.Completed, time.Millisecond)
 		wobs.TimerFired(time.Millisecond)
 		for _, c := range []prometheus.Collector{
-			metrics.NewPurgatoryCollector(p, "lint"),
-			metrics.NewTimingWheelCollector(p.TimingWheel(), "lint"),
-			obs, wobs,
+			metrics.NewPurgatoryCollector(p),
+			metrics.NewTimingWheelCollector(tw, "lint"),
 		} {
 			problems, err := testutil.CollectAndLint(c)
 			require.NoError(t, err)
@@ -222,10 +224,10 @@ func TestTwoPurgatoriesOnOneRegistry(t *testing.T) {
 			require.NoError(t, err)
 			defer p.Close()
 			p.TryCompleteElseWatch(newOp(time.Hour), "k")
-			require.NoError(t, reg.Register(metrics.NewPurgatoryCollector(p, name)))
+			require.NoError(t, reg.Register(metrics.NewPurgatoryCollector(p)))
 			require.NoError(t, reg.Register(metrics.NewTimingWheelCollector(p.TimingWheel(), name)))
 		}
-		require.Error(t, reg.Register(metrics.NewPurgatoryCollector(newPurgatoryStats{}, "produce")),
+		require.Error(t, reg.Register(metrics.NewPurgatoryCollector(newPurgatoryStats{})),
 			"a second collector with the same name is a duplicate")
 		n, err := testutil.GatherAndCount(reg, "purgatory_delayed_operations")
 		require.NoError(t, err)
@@ -236,6 +238,9 @@ func TestTwoPurgatoriesOnOneRegistry(t *testing.T) {
 	})
 }
 
+// newPurgatoryStats is a second purgatory named "produce".
 type newPurgatoryStats struct{}
 
-func (newPurgatoryStats) Stats() purgatory.Stats { return purgatory.Stats{} }
+func (newPurgatoryStats) Stats() purgatory.Stats       { return purgatory.Stats{} }
+func (newPurgatoryStats) Name() string                 { return "produce" }
+func (newPurgatoryStats) Observer() purgatory.Observer { return nil }

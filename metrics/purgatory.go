@@ -20,38 +20,38 @@ import (
 // PurgatoryStats is what NewPurgatoryCollector reads; *purgatory.Purgatory[K]
 // satisfies it for every K.
 type PurgatoryStats interface {
+	Name() string
 	Stats() purgatory.Stats
+	Observer() purgatory.Observer
 }
 
-// outcomes maps each final outcome to its label value.
-var outcomes = [...]struct {
-	outcome purgatory.Outcome
-	label   string
-}{
-	{purgatory.Completed, "completed"},
-	{purgatory.Forced, "forced"},
-	{purgatory.Expired, "expired"},
-	{purgatory.ContextDone, "context_done"},
-	{purgatory.Cancelled, "cancelled"},
-	{purgatory.Closed, "closed"},
+// outcomes maps each final outcome to its label value, which is its String.
+var outcomes = [...]purgatory.Outcome{
+	purgatory.Completed, purgatory.Forced, purgatory.Expired,
+	purgatory.ContextDone, purgatory.Cancelled, purgatory.Closed,
 }
 
 type purgatoryCollector struct {
 	src                           PurgatoryStats
 	watched, delayed, added, ends *prometheus.Desc
+	durations                     *prometheus.Desc // nil without a PurgatoryObserver
+	obs                           *PurgatoryObserver
 }
 
 // NewPurgatoryCollector returns a collector of p's counters, labelled
-// purgatory=name. It reads p.Stats() at each scrape, so it keeps working, with
-// final values, after p is closed.
+// purgatory=p.Name(). It reads p.Stats() at each scrape, so it keeps working,
+// with final values, after p is closed. If p was made with
+// purgatory.WithObserver(o) and o is a *PurgatoryObserver, the collector also
+// exports o's histogram, under the same label.
 //
 //	purgatory_watched_operations                 gauge    Kafka's PurgatorySize
 //	purgatory_delayed_operations                 gauge    Kafka's NumDelayedOperations
 //	purgatory_operations_added_total             counter
 //	purgatory_operations_total{outcome}          counter  completed, forced, expired, context_done, cancelled, closed
-func NewPurgatoryCollector(p PurgatoryStats, name string) prometheus.Collector {
-	labels := prometheus.Labels{"purgatory": name}
-	return &purgatoryCollector{
+//	purgatory_operation_duration_seconds{outcome} histogram (with a PurgatoryObserver)
+func NewPurgatoryCollector(p PurgatoryStats) prometheus.Collector {
+	labels := prometheus.Labels{"purgatory": p.Name()}
+	c := &purgatoryCollector{
 		src: p,
 		watched: prometheus.NewDesc("purgatory_watched_operations",
 			"Operations watched, counted once per key they are watched under (Kafka's PurgatorySize).", nil, labels),
@@ -62,6 +62,13 @@ func NewPurgatoryCollector(p PurgatoryStats, name string) prometheus.Collector {
 		ends: prometheus.NewDesc("purgatory_operations_total",
 			"Operations ended, by outcome.", []string{"outcome"}, labels),
 	}
+	if o, ok := p.Observer().(*PurgatoryObserver); ok && o != nil {
+		c.obs = o
+		c.durations = prometheus.NewDesc("purgatory_operation_duration_seconds",
+			"Time operations spent in the purgatory, from TryCompleteElseWatch to their end, by outcome.",
+			[]string{"outcome"}, labels)
+	}
+	return c
 }
 
 func (c *purgatoryCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -69,6 +76,9 @@ func (c *purgatoryCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.delayed
 	ch <- c.added
 	ch <- c.ends
+	if c.durations != nil {
+		ch <- c.durations
+	}
 }
 
 func (c *purgatoryCollector) Collect(ch chan<- prometheus.Metric) {
@@ -77,7 +87,12 @@ func (c *purgatoryCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.delayed, prometheus.GaugeValue, float64(s.Delayed))
 	ch <- prometheus.MustNewConstMetric(c.added, prometheus.CounterValue, float64(s.Added))
 	for _, o := range outcomes {
-		ch <- prometheus.MustNewConstMetric(c.ends, prometheus.CounterValue, float64(s.Ended(o.outcome)), o.label)
+		ch <- prometheus.MustNewConstMetric(c.ends, prometheus.CounterValue, float64(s.Ended(o)), o.String())
+	}
+	if c.obs != nil {
+		for _, o := range outcomes {
+			ch <- snapshot(c.obs.byOutcome[o], c.durations, o.String())
+		}
 	}
 }
 
@@ -85,32 +100,26 @@ func (c *purgatoryCollector) Collect(ch chan<- prometheus.Metric) {
 // 1 ms to about 65 s, doubling.
 var DefaultDurationBuckets = prometheus.ExponentialBuckets(0.001, 2, 17)
 
-// PurgatoryObserver is a purgatory.Observer that feeds the histogram
-// purgatory_operation_duration_seconds{outcome}: the time each operation spent
-// in the purgatory, labelled purgatory=name. It is also the Collector of that
-// histogram. Pass it to purgatory.WithObserver and register it.
+// PurgatoryObserver is a purgatory.Observer that records, by outcome, the time
+// each operation spent in the purgatory. Pass it to purgatory.WithObserver;
+// NewPurgatoryCollector of that purgatory exports it as the histogram
+// purgatory_operation_duration_seconds{outcome}, labelled with the
+// purgatory's name. It is safe for concurrent use.
 type PurgatoryObserver struct {
-	hist      *prometheus.HistogramVec
-	byOutcome [maxOutcome + 1]prometheus.Observer
+	byOutcome [purgatory.Closed + 1]prometheus.Histogram
 }
-
-// maxOutcome is the largest outcome, sizing PurgatoryObserver's lookup table.
-const maxOutcome = purgatory.Closed
 
 // NewPurgatoryObserver returns a PurgatoryObserver with the given histogram
 // buckets in seconds, or DefaultDurationBuckets if buckets is nil.
-func NewPurgatoryObserver(name string, buckets []float64) *PurgatoryObserver {
+func NewPurgatoryObserver(buckets []float64) *PurgatoryObserver {
 	if buckets == nil {
 		buckets = DefaultDurationBuckets
 	}
-	o := &PurgatoryObserver{hist: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:        "purgatory_operation_duration_seconds",
-		Help:        "Time operations spent in the purgatory, from TryCompleteElseWatch to their end, by outcome.",
-		ConstLabels: prometheus.Labels{"purgatory": name},
-		Buckets:     buckets,
-	}, []string{"outcome"})}
+	o := &PurgatoryObserver{}
 	for _, oc := range outcomes {
-		o.byOutcome[oc.outcome] = o.hist.WithLabelValues(oc.label)
+		o.byOutcome[oc] = prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "purgatory_operation_duration_seconds", Buckets: buckets,
+		})
 	}
 	return o
 }
@@ -121,9 +130,3 @@ func (o *PurgatoryObserver) OperationEnded(outcome purgatory.Outcome, elapsed ti
 		o.byOutcome[outcome].Observe(elapsed.Seconds())
 	}
 }
-
-// Describe implements prometheus.Collector.
-func (o *PurgatoryObserver) Describe(ch chan<- *prometheus.Desc) { o.hist.Describe(ch) }
-
-// Collect implements prometheus.Collector.
-func (o *PurgatoryObserver) Collect(ch chan<- prometheus.Metric) { o.hist.Collect(ch) }

@@ -124,6 +124,7 @@ type Op struct {
 	added atomic.Bool
 }
 
+//lint:ignore U1000 called through Operation, which only embedding Op satisfies
 func (o *Op) mustEmbedPurgatoryOp() *Op { return o }
 
 // Outcome returns how the operation ended, or Pending. Inside OnComplete it

@@ -26,7 +26,8 @@ type Purgatory[K comparable] struct {
 	bufs      sync.Pool // *[]*Op for CheckAndComplete's snapshots
 }
 
-// New returns a Purgatory named name (the name labels its metrics). With no
+// New returns a Purgatory named name: the metrics package labels its series
+// with it, so it is given once, here. With no
 // [WithTimingWheel] option it creates a timing wheel of its own, which Close
 // stops. It returns an error wrapping [ErrInvalidOption] if an option is
 // invalid, and one wrapping [timingwheel.ErrStopped] if the wheel given with
@@ -68,6 +69,9 @@ func New[K comparable](name string, opts ...Option) (*Purgatory[K], error) {
 
 // Name returns the name given to New.
 func (p *Purgatory[K]) Name() string { return p.name }
+
+// Observer returns the Observer given with WithObserver, or nil.
+func (p *Purgatory[K]) Observer() Observer { return p.stats.observer }
 
 // TimingWheel returns the wheel that runs the purgatory's timeouts: its own,
 // or the one passed with WithTimingWheel. Use it for the wheel's Stats or
@@ -184,6 +188,10 @@ func (p *Purgatory[K]) CheckAndComplete(key K) int {
 		bp = new([]*Op)
 	}
 	w := walk{ops: p.watchers.snapshot(key, (*bp)[:0])}
+	// Each try's first read of an operation is a cache miss. A try is long
+	// enough that the CPU never has two of those in flight, so touch them all
+	// first, in a loop short enough to overlap every miss: the tries then hit
+	// the cache. (BenchmarkCheckWalk: about a third of the time per try.)
 	for _, o := range w.ops {
 		o.touch()
 	}
@@ -247,11 +255,6 @@ func (w *walk) run() {
 		w.won++
 	}
 }
-
-// touchAhead is how many operations ahead of the one being tried a walk
-// touches: each try's first read of an operation is a cache miss, and
-// touching the next ones early lets those misses overlap with the try.
-const touchAhead = 4
 
 // finish is deferred by run's caller. After a walk that ran to its end it does
 // nothing. If a callback panicked, it lets go of the try bit if TryComplete was

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,10 @@ import (
 	"github.com/purgatory-go/purgatory/purgatory"
 )
 
+// long reports whether the long suite was asked for with PURGATORY_LONG=1
+// (README, "Tests"): the default test command stays fast, and CI runs both.
+func long() bool { return os.Getenv("PURGATORY_LONG") == "1" }
+
 // TestStress mixes every path that can end an operation, from 8 goroutines at
 // once, with panics injected at random into TryComplete, OnComplete and
 // OnExpiration, and then accounts for each operation: exactly one outcome,
@@ -25,9 +30,9 @@ import (
 // whose TryCompleteElseWatch was undone by a panic in TryComplete; they are
 // not counted as added.
 func TestStress(t *testing.T) {
-	perGoroutine := 3000
-	if testing.Short() {
-		perGoroutine = 300
+	perGoroutine := 300
+	if long() {
+		perGoroutine = 3000
 	}
 	synctest.Test(t, func(t *testing.T) {
 		var reported atomic.Int64

@@ -271,6 +271,9 @@ func (tw *TimingWheel) Stop() (pending []func()) {
 	return pending
 }
 
+// Observer returns the Observer given with WithObserver, or nil.
+func (tw *TimingWheel) Observer() Observer { return tw.observer }
+
 // Len returns the number of pending timers. It reads one atomic counter.
 func (tw *TimingWheel) Len() int {
 	tw.mustBeNew()

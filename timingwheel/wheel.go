@@ -100,9 +100,6 @@ func (w *wheel) duration(ticks int64) time.Duration {
 	return time.Duration(ticks) * w.tick
 }
 
-// now returns the current tick: the last one that has started at now.
-func (w *wheel) now(now time.Duration) int64 { return int64(now / w.tick) }
-
 // add puts e into the bucket of the lowest level that spans its expiration. It
 // returns false, leaving e unlinked, if e is due at the wheel's current time.
 func (w *wheel) add(e *entry) bool {

@@ -144,7 +144,7 @@ func TestWheelSweep(t *testing.T) {
 			for _, startTicks := range []time.Duration{0, 1, 3, time.Duration(cfg.size) + 1, time.Duration(cfg.size * cfg.size)} {
 				w := newWheel(cfg.tick, cfg.size)
 				start := startTicks*cfg.tick + cfg.tick/2 // the clock is mid-tick
-				w.advanceClock(w.now(start))
+				w.advanceClock(int64(start / cfg.tick)) // the tick that has started at start
 				var timers []*Timer
 				for d := time.Duration(0); d <= span; d += step {
 					tm := newEntry(start + d)

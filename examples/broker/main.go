@@ -102,27 +102,30 @@ func run(ctx context.Context, c config, out io.Writer) (summary, error) {
 	if err := c.validate(); err != nil {
 		return summary{}, err
 	}
-	lateness := metrics.NewTimingWheelObserver("broker", nil)
-	tw, err := timingwheel.New(timingwheel.WithObserver(lateness))
+	tw, err := timingwheel.New(timingwheel.WithObserver(metrics.NewTimingWheelObserver(nil)))
 	if err != nil {
 		return summary{}, err
 	}
 	if err := tw.Start(); err != nil {
 		return summary{}, err
 	}
-	produceTimes, fetchTimes := metrics.NewPurgatoryObserver("produce", nil), metrics.NewPurgatoryObserver("fetch", nil)
-	produces, err := purgatory.New[partition]("produce", purgatory.WithTimingWheel(tw), purgatory.WithObserver(produceTimes))
+	// Each name is given once; the collectors read it, and the observers'
+	// histograms are exported by their purgatory's or wheel's collector.
+	produces, err := purgatory.New[partition]("produce", purgatory.WithTimingWheel(tw),
+		purgatory.WithObserver(metrics.NewPurgatoryObserver(nil)))
 	if err != nil {
 		return summary{}, err
 	}
-	fetches, err := purgatory.New[partition]("fetch", purgatory.WithTimingWheel(tw), purgatory.WithObserver(fetchTimes))
+	fetches, err := purgatory.New[partition]("fetch", purgatory.WithTimingWheel(tw),
+		purgatory.WithObserver(metrics.NewPurgatoryObserver(nil)))
 	if err != nil {
 		return summary{}, err
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
-		metrics.NewPurgatoryCollector(produces, "produce"), metrics.NewPurgatoryCollector(fetches, "fetch"),
-		metrics.NewTimingWheelCollector(tw, "broker"), lateness, produceTimes, fetchTimes,
+		metrics.NewPurgatoryCollector(produces),
+		metrics.NewPurgatoryCollector(fetches),
+		metrics.NewTimingWheelCollector(tw, "broker"),
 	)
 	if c.metricsAddr != "" {
 		stopServer, err := serve(c.metricsAddr, reg, out)

@@ -79,7 +79,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	require.NoError(t, err)
 	defer p.Close()
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(metrics.NewPurgatoryCollector(p, "produce"))
+	reg.MustRegister(metrics.NewPurgatoryCollector(p))
 	var out bytes.Buffer
 	stop, err := serve("127.0.0.1:0", reg, &out)
 	require.NoError(t, err)
