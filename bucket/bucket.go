@@ -1,6 +1,10 @@
 // Package bucket provides Bucket, one slot of a timing wheel: a doubly-linked
 // list of entries that share an expiration (Kafka's TimerTaskList).
 //
+// It is a building block of package timingwheel, exported for those who build
+// a wheel of their own; most programs want timingwheel instead. Its API may
+// still change before v1.0 (see CHANGELOG.md).
+//
 // Entries are intrusive: an Entry knows the Bucket that holds it, so removing it
 // is O(1) without a search, and adding it to another Bucket first takes it out of
 // the old one. Add, Remove and Flush are O(1) per entry and never allocate.
@@ -23,18 +27,17 @@ type Entry[T any] struct {
 	next, prev *Entry[T]
 	list       *Bucket[T]
 
-	// Expiration is the caller's deadline for the entry, in the caller's unit.
-	// The bucket stores it for the caller and never reads it.
-	Expiration int64
-	// Value is the caller's payload.
+	// Value is the caller's payload (as container/list's Element.Value): the
+	// timer the entry schedules, which also keeps the entry's deadline.
 	Value T
 }
 
 // Bucket returns the Bucket that holds e, or nil if e is not in one.
 func (e *Entry[T]) Bucket() *Bucket[T] { return e.list }
 
-// Remove takes e out of the Bucket that holds it. It reports whether e was in a
-// Bucket. The same serialization rules as for Bucket.Remove apply.
+// Remove takes e out of the Bucket that holds it, in O(1). It reports whether
+// e was in a Bucket. It must be serialized with the holding Bucket's Add and
+// Flush.
 func (e *Entry[T]) Remove() bool {
 	if e.list == nil {
 		return false
@@ -45,7 +48,7 @@ func (e *Entry[T]) Remove() bool {
 
 // Bucket is a list of entries with an expiration. It must be created with [New].
 //
-// Concurrency: Add, Remove, Flush, Len and All must be serialized by the caller
+// Concurrency: Add, Flush, Len and Entry.Remove must be serialized by the caller
 // (the timing wheel calls them under its own lock), and an Entry may only be moved
 // between buckets under that same serialization. Expiration and SetExpiration are
 // atomic and may be called at any time from any goroutine.
@@ -85,16 +88,6 @@ func (b *Bucket[T]) Add(e *Entry[T]) {
 	if b.counter != nil {
 		b.counter.Add(1)
 	}
-}
-
-// Remove takes e out of b. It reports whether e was in b; if e is in another
-// Bucket or in none, Remove does nothing and returns false.
-func (b *Bucket[T]) Remove(e *Entry[T]) bool {
-	if e.list != b {
-		return false
-	}
-	b.remove(e)
-	return true
 }
 
 func (b *Bucket[T]) remove(e *Entry[T]) {
@@ -147,10 +140,10 @@ func (b *Bucket[T]) Flush(fn func(*Entry[T])) {
 	}
 }
 
-// All returns an iterator over b's entries in the order they were added. The
-// iterator must not be used while b is being changed, except that the body may
-// remove the entry it was just given.
-func (b *Bucket[T]) All() iter.Seq[*Entry[T]] {
+// all returns an iterator over b's entries in the order they were added, for
+// tests (export_test.go). The iterator must not be used while b is being
+// changed, except that the body may remove the entry it was just given.
+func (b *Bucket[T]) all() iter.Seq[*Entry[T]] {
 	return func(yield func(*Entry[T]) bool) {
 		for e := b.root.next; e != &b.root; {
 			next := e.next

@@ -12,7 +12,7 @@ import (
 
 func values(b *bucket.Bucket[int]) []int {
 	var vs []int
-	for e := range b.All() {
+	for e := range bucket.All(b) {
 		vs = append(vs, e.Value)
 	}
 	return vs
@@ -44,7 +44,7 @@ func TestSharedCounter(t *testing.T) {
 	require.Equal(t, []int{4, 5, 6, 7, 8, 9}, values(b3))
 
 	for _, b := range []*bucket.Bucket[int]{b1, b2, b3} {
-		for e := range b.All() {
+		for e := range bucket.All(b) {
 			require.True(t, e.Remove())
 		}
 	}
@@ -58,11 +58,13 @@ func TestSharedCounter(t *testing.T) {
 func TestRemoveOnlyFromOwnBucket(t *testing.T) {
 	b1, b2 := bucket.New[int](nil), bucket.New[int](nil)
 	e := &bucket.Entry[int]{Value: 1}
-	require.False(t, b1.Remove(e), "an unlinked entry is in no bucket")
+	require.False(t, e.Remove(), "an unlinked entry is in no bucket")
 	b1.Add(e)
-	require.False(t, b2.Remove(e), "b2 does not hold e")
+	require.Same(t, b1, e.Bucket())
+	require.Zero(t, b2.Len())
 	require.Equal(t, 1, b1.Len())
-	require.True(t, b1.Remove(e))
+	require.True(t, e.Remove())
+	require.Nil(t, e.Bucket())
 	require.Equal(t, 0, b1.Len())
 }
 
@@ -154,7 +156,7 @@ func TestAllStopsEarly(t *testing.T) {
 		b.Add(&bucket.Entry[int]{Value: i})
 	}
 	var seen []int
-	for e := range b.All() {
+	for e := range bucket.All(b) {
 		seen = append(seen, e.Value)
 		if e.Value == 2 {
 			break

@@ -63,7 +63,7 @@ func FuzzMoves(f *testing.F) {
 			total := 0
 			for i, bk := range buckets {
 				var got []int
-				for x := range bk.All() {
+				for x := range bucket.All(bk) {
 					got = append(got, x.Value)
 					if x.Bucket() != bk {
 						t.Fatalf("entry %d is listed in bucket %d but says it is elsewhere", x.Value, i)

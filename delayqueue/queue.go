@@ -1,6 +1,11 @@
 // Package delayqueue provides Queue, a heap-ordered queue of items that each
 // become available at an expiration (Java's DelayQueue, as Kafka's timer uses it).
 //
+// It is a building block of package timingwheel, exported for those who build
+// a wheel of their own; most programs want timingwheel instead. Its API may
+// still change before v1.0 (see CHANGELOG.md): the wheel's next version takes
+// the locking and the sleeping out of it.
+//
 // Expirations are durations since an epoch the caller chooses. The queue never
 // reads the clock itself: Poll takes "now" as an argument, and Take asks a clock
 // function the caller passes in, so tests can drive it in fake time.

@@ -34,7 +34,7 @@ func FuzzWheel(f *testing.F) {
 			switch kind {
 			case 0: // add, or reset if pending: a deadline from -1 to ~190 ticks ahead
 				exp := now + (arg-1)*tick*3/4 + arg*time.Microsecond
-				timers[id].e.Expiration = int64(exp)
+				timers[id].exp = int64(exp)
 				w.schedule(&timers[id].e)
 				pending = slices.DeleteFunc(pending, func(m model) bool { return m.id == id })
 				pending = append(pending, model{id, roundUp(exp, tick)})

@@ -46,7 +46,7 @@ func (tw *TimingWheel) ScheduleFunc(s Scheduler, f func()) *Timer {
 	case tw.state == stopped:
 		tw.rejected.Add(1)
 	case !first.IsZero():
-		t.e.Expiration = tw.at(first)
+		t.exp = tw.at(first)
 		tw.w.schedule(&t.e)
 	}
 	return t
@@ -61,7 +61,7 @@ type recurrence struct {
 func (r *recurrence) run() {
 	tw := r.t.tw
 	tw.mu.Lock()
-	planned := tw.start.Add(time.Duration(r.t.e.Expiration))
+	planned := tw.start.Add(time.Duration(r.t.exp))
 	tw.mu.Unlock()
 	defer r.rearm(planned)
 	r.f()
@@ -80,7 +80,7 @@ func (r *recurrence) rearm(planned time.Time) {
 	if next.IsZero() || r.t.stopped || r.t.e.Bucket() != nil || tw.state == stopped {
 		return
 	}
-	r.t.e.Expiration = tw.at(next)
+	r.t.exp = tw.at(next)
 	tw.w.schedule(&r.t.e)
 }
 

@@ -11,7 +11,8 @@ import "time"
 // bucket list, so stopping it unlinks it at once in O(1), with nothing left to
 // be swept later.
 type Timer struct {
-	e       entry // e.Value is the Timer itself; e.Expiration is ns since the wheel's start
+	e       entry // e.Value is the Timer itself
+	exp     int64 // the deadline, in ns since the wheel's start; guarded by tw.mu once scheduled
 	tw      *TimingWheel
 	f       func()
 	stopped bool // set by Stop, cleared by Reset: ends a recurring schedule; guarded by tw.mu
@@ -30,7 +31,7 @@ func (tw *TimingWheel) AfterFunc(d time.Duration, f func()) *Timer {
 	}
 	t := &Timer{tw: tw, f: f}
 	t.e.Value = t
-	t.e.Expiration = tw.expiration(d)
+	t.exp = tw.expiration(d)
 	tw.mu.Lock()
 	if tw.state == stopped {
 		tw.mu.Unlock()
@@ -81,7 +82,7 @@ func (t *Timer) Reset(d time.Duration) bool {
 	}
 	pending := t.e.Bucket() != nil
 	t.stopped = false
-	t.e.Expiration = exp
+	t.exp = exp
 	tw.w.schedule(&t.e) // moves it out of its old bucket first
 	return pending
 }

@@ -175,7 +175,7 @@ func (tw *TimingWheel) expire(b *slot) {
 	late := tw.lateness[:0]
 	if tw.observer != nil {
 		for _, t := range due {
-			late = append(late, max(now-time.Duration(t.e.Expiration), 0))
+			late = append(late, max(now-time.Duration(t.exp), 0))
 		}
 	}
 	tw.mu.Unlock()

@@ -23,7 +23,7 @@ const maxTicks = math.MaxInt64 / 2
 // exhaustively without waiting.
 //
 // Time inside the wheel is counted in ticks since the TimingWheel's start; an
-// entry's Expiration is in nanoseconds since that start. An expiration is turned
+// timer's deadline (Timer.exp) is in nanoseconds since that start. An expiration is turned
 // into ticks by rounding UP, and an entry runs only once the clock has reached
 // that tick. That is the whole of "never early": Kafka and the Go ports round
 // down and so fire up to one tick before the deadline.
@@ -103,7 +103,7 @@ func (w *wheel) duration(ticks int64) time.Duration {
 // add puts e into the bucket of the lowest level that spans its expiration. It
 // returns false, leaving e unlinked, if e is due at the wheel's current time.
 func (w *wheel) add(e *entry) bool {
-	t := w.ticks(e.Expiration)
+	t := w.ticks(e.Value.exp)
 	if t <= w.levels[0].current {
 		return false
 	}

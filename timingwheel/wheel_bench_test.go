@@ -27,7 +27,7 @@ func BenchmarkWheelSize(b *testing.B) {
 			for b.Loop() {
 				w := newWheel(time.Millisecond, size)
 				for i := range timers {
-					timers[i].e.Expiration = int64(time.Millisecond) + rng.Int64N(int64(999*time.Millisecond))
+					timers[i].exp = int64(time.Millisecond) + rng.Int64N(int64(999*time.Millisecond))
 					w.schedule(&timers[i].e)
 				}
 				drain(w)
@@ -41,7 +41,7 @@ func BenchmarkWheelSize(b *testing.B) {
 			parked := make([]Timer, 1_000_000)
 			for i := range parked {
 				parked[i].e.Value = &parked[i]
-				parked[i].e.Expiration = int64(30 * time.Minute)
+				parked[i].exp = int64(30 * time.Minute)
 				w.schedule(&parked[i].e)
 			}
 			var t Timer
@@ -49,7 +49,7 @@ func BenchmarkWheelSize(b *testing.B) {
 			now := time.Duration(0)
 			for b.Loop() {
 				now += 100 * time.Nanosecond // the clock moves as requests arrive
-				t.e.Expiration = int64(now + 30*time.Second)
+				t.exp = int64(now + 30*time.Second)
 				w.schedule(&t.e)
 				t.e.Remove()
 				if now%time.Millisecond == 0 {

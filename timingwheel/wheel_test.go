@@ -13,7 +13,7 @@ import (
 func newEntry(exp time.Duration) *Timer {
 	t := &Timer{}
 	t.e.Value = t
-	t.e.Expiration = int64(exp)
+	t.exp = int64(exp)
 	return t
 }
 
@@ -144,7 +144,7 @@ func TestWheelSweep(t *testing.T) {
 			for _, startTicks := range []time.Duration{0, 1, 3, time.Duration(cfg.size) + 1, time.Duration(cfg.size * cfg.size)} {
 				w := newWheel(cfg.tick, cfg.size)
 				start := startTicks*cfg.tick + cfg.tick/2 // the clock is mid-tick
-				w.advanceClock(int64(start / cfg.tick)) // the tick that has started at start
+				w.advanceClock(int64(start / cfg.tick))   // the tick that has started at start
 				var timers []*Timer
 				for d := time.Duration(0); d <= span; d += step {
 					tm := newEntry(start + d)
@@ -155,7 +155,7 @@ func TestWheelSweep(t *testing.T) {
 				fired := runUntilEmpty(t, w, start)
 				require.Len(t, fired, len(timers), "every timer fires once")
 				for _, tm := range timers {
-					exp := time.Duration(tm.e.Expiration)
+					exp := time.Duration(tm.exp)
 					at := fired[tm]
 					want := max(roundUp(exp, cfg.tick), start)
 					require.Equal(t, want, at, "expiration %v (start %v)", exp, start)
@@ -180,10 +180,10 @@ func TestWheelLateDriver(t *testing.T) {
 	}
 	due := w.poll(100*time.Millisecond, nil)
 	for _, tm := range due {
-		require.LessOrEqual(t, time.Duration(tm.e.Expiration), 100*time.Millisecond)
+		require.LessOrEqual(t, time.Duration(tm.exp), 100*time.Millisecond)
 	}
 	for _, tm := range timers {
-		if roundUp(time.Duration(tm.e.Expiration), time.Millisecond) <= 100*time.Millisecond {
+		if roundUp(time.Duration(tm.exp), time.Millisecond) <= 100*time.Millisecond {
 			require.Nil(t, tm.e.Bucket(), "a due timer was left in the wheel")
 		} else {
 			require.NotNil(t, tm.e.Bucket(), "a timer not yet due left the wheel")
