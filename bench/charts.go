@@ -12,9 +12,10 @@ import (
 	"gonum.org/v1/plot/vg"
 )
 
-// drawCharts draws, from whichever of W2sweep and W4 ran:
+// drawCharts draws, from whichever of W2sweep, W4 and W5 ran:
 // w2_parked.png, ns per schedule+stop against parked timers (O(1) against
-// O(log n)), and w4_lateness.png, the distribution of W4's lateness.
+// O(log n)), w4_lateness.png, the distribution of W4's lateness, and
+// w5_lag.png, the distribution of W5's completion lag.
 func drawCharts(dir string, res map[key][]result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -22,7 +23,52 @@ func drawCharts(dir string, res map[key][]result) error {
 	if err := chartW2(dir, res); err != nil {
 		return err
 	}
-	return chartW4(dir, res)
+	if err := chartW4(dir, res); err != nil {
+		return err
+	}
+	return chartW5(dir, res)
+}
+
+func chartW5(dir string, res map[key][]result) error {
+	lines := map[string]plotter.XYs{}
+	for k, rs := range res {
+		if k.workload != "W5" {
+			continue
+		}
+		var pts plotter.XYs
+		for i, q := range latenessQuantiles {
+			if at := values(rs, lagQuantileMetric(i)); len(at) > 0 && median(at) > 0 {
+				pts = append(pts, plotter.XY{X: median(at), Y: 100 * q})
+			}
+		}
+		slices.SortFunc(pts, func(a, b plotter.XY) int {
+			if a.Y < b.Y {
+				return -1
+			}
+			return 1
+		})
+		if len(pts) > 0 {
+			lines[k.system] = pts
+		}
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	p := plot.New()
+	p.Title.Text = "W5: completion lag at 100,000 requests/s (event due to OnComplete)"
+	p.X.Label.Text = "lag, ms (log scale)"
+	p.Y.Label.Text = "% of completions at most this late"
+	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	p.Legend.Top, p.Legend.Left = false, false
+	p.Add(plotter.NewGrid())
+	var args []any
+	for _, s := range sortedSystems(lines) {
+		args = append(args, s, lines[s])
+	}
+	if err := plotutil.AddLines(p, args...); err != nil {
+		return err
+	}
+	return p.Save(8*vg.Inch, 5*vg.Inch, filepath.Join(dir, "w5_lag.png"))
 }
 
 func chartW2(dir string, res map[key][]result) error {

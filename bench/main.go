@@ -19,7 +19,7 @@ import (
 
 func main() {
 	var (
-		workloads = flag.String("workload", "all", "comma-separated workloads: W1,W2,W2p,W3,W4,W5, the sweeps W2sweep and W5sweep, soak, or all (all but soak)")
+		workloads = flag.String("workload", "all", "comma-separated workloads: W1,W2,W2p,W3,W4,W5, the sweeps W2sweep, W5sweep and W5keys, soak, or all (all but soak)")
 		systems   = flag.String("system", "all", "comma-separated systems: "+strings.Join(timerSystems, ",")+" for W1–W4; "+strings.Join(purgatorySystems, ",")+" for W5; or all")
 		runs      = flag.Int("runs", 3, "processes per (system, workload); medians are reported")
 		quick     = flag.Bool("quick", false, "a hundredth of every size: a seconds-long smoke run")
@@ -33,9 +33,10 @@ func main() {
 		child   = flag.Bool("child", false, "internal: run one workload in this process and print its result")
 		parked  = flag.Int("parked", 0, "internal: timers parked for W2/W3")
 		rate    = flag.Int("rate", 0, "internal: W5 requests per second")
+		keys    = flag.Int("keys", 0, "internal: W5 keys")
 	)
 	flag.Parse()
-	p := params{quick: *quick, parked: *parked, rate: *rate, duration: *duration}
+	p := params{quick: *quick, parked: *parked, rate: *rate, keys: *keys, duration: *duration}
 	if *child {
 		if *profile != "" {
 			f, err := os.Create(*profile)
@@ -118,7 +119,7 @@ func runChild(workload, system string, p params) error {
 type job struct {
 	workload, system string
 	run              int
-	variant          int // parked timers for W2sweep, requests/s for W5sweep
+	variant          int // parked timers for W2sweep, requests/s for W5sweep, keys for W5keys
 }
 
 func (j job) args(p params) []string {
@@ -131,6 +132,9 @@ func (j job) args(p params) []string {
 	case "W5sweep":
 		w = "W5"
 		a = append(a, "-rate", strconv.Itoa(j.variant), "-duration", sweepLength(p).String())
+	case "W5keys":
+		w = "W5"
+		a = append(a, "-keys", strconv.Itoa(j.variant), "-duration", sweepLength(p).String())
 	}
 	if (w == "W5" && j.workload == "W5" || w == "soak") && p.duration > 0 {
 		a = append(a, "-duration", p.duration.String())
@@ -141,7 +145,7 @@ func (j job) args(p params) []string {
 	return append(a, "-workload", w)
 }
 
-var allWorkloads = []string{"W1", "W2", "W2p", "W3", "W4", "W5", "W2sweep", "W5sweep"}
+var allWorkloads = []string{"W1", "W2", "W2p", "W3", "W4", "W5", "W2sweep", "W5sweep", "W5keys"}
 
 func sweepParked(p params) []int {
 	if p.quick {
@@ -150,11 +154,26 @@ func sweepParked(p params) []int {
 	return []int{1_000, 10_000, 100_000, 1_000_000, 10_000_000}
 }
 
+// sweepRates are W5sweep's rates: 25,000/s steps, so that the highest rate a
+// system keeps up with is located to within one step.
 func sweepRates(p params) []int {
 	if p.quick {
 		return []int{10_000, 20_000}
 	}
-	return []int{100_000, 200_000, 300_000, 400_000, 500_000, 700_000, 1_000_000}
+	var rates []int
+	for r := 75_000; r <= 400_000; r += 25_000 {
+		rates = append(rates, r)
+	}
+	return rates
+}
+
+// sweepKeys are W5keys's key counts (W5 itself has 1,000): 800 and 8
+// operations pending per key at 100,000 requests/s.
+func sweepKeys(p params) []int {
+	if p.quick {
+		return []int{10, 1_000}
+	}
+	return []int{100, 10_000}
 }
 
 func sweepLength(p params) time.Duration {
@@ -201,14 +220,12 @@ func makePlan(workloads, systems string, runs int, p params) ([]job, error) {
 		case "W2sweep":
 			variants = sweepParked(p)
 		case "W5sweep":
-			variants = sweepRates(p) // one run per rate; see execute
+			variants = sweepRates(p) // see execute: a system stops at its first miss
+		case "W5keys":
+			variants = sweepKeys(p)
 		}
 		for _, v := range variants {
-			rounds := runs
-			if w == "W5sweep" {
-				rounds = 1
-			}
-			for r := range rounds {
+			for r := range runs {
 				for i := range sys {
 					plan = append(plan, job{w, sys[(i+r)%len(sys)], r, v})
 				}
@@ -219,8 +236,9 @@ func makePlan(workloads, systems string, runs int, p params) ([]job, error) {
 }
 
 // execute runs the plan, one child process at a time, and gathers results by
-// (workload, variant, system). A W5sweep system stops at the first rate it
-// cannot keep up with.
+// (workload, variant, system). A W5sweep system stops after the first rate
+// at which any of its runs could not keep up: the rate it keeps up with is
+// the highest at which all of its runs did.
 func execute(plan []job, p params) (map[key][]result, error) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -267,6 +285,8 @@ func variantText(j job) string {
 		return fmt.Sprintf(" parked=%d", j.variant)
 	case "W5sweep":
 		return fmt.Sprintf(" rate=%d/s", j.variant)
+	case "W5keys":
+		return fmt.Sprintf(" keys=%d", j.variant)
 	}
 	return ""
 }

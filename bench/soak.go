@@ -30,7 +30,7 @@ func soak(p params) error {
 	if err != nil {
 		return err
 	}
-	t := newTraffic(lib{pg}, nil)
+	t := newTraffic(lib{pg}, w5Keys, nil)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -9,7 +9,7 @@ import (
 
 // traffic is W5's traffic, generated while it runs so that memory measures the
 // system under test rather than a pre-built workload: n requests arrive evenly
-// over length, each watched under one of w5Keys keys with a w5Timeout timeout,
+// over length, each watched under one of keys keys (W5: w5Keys) with a w5Timeout timeout,
 // and a w5EventShare of them get a completion event at U[0, w5EventWindow)
 // after arrival. One goroutine delivers the events: it marks a request ready
 // and checks its key.
@@ -20,6 +20,7 @@ import (
 // It also tallies how the requests end, from their callbacks.
 type traffic struct {
 	d           delayed
+	keys        int              // requests are spread over this many keys
 	onCompleted func(r *request) // if not nil, called as each completion is counted
 
 	begin    time.Time
@@ -35,8 +36,8 @@ type traffic struct {
 	arrived                          bool                 // every request has arrived; guarded by mu
 }
 
-func newTraffic(d delayed, onCompleted func(r *request)) *traffic {
-	return &traffic{d: d, onCompleted: onCompleted, allEnded: make(chan struct{}), slots: map[int64][]*request{}}
+func newTraffic(d delayed, keys int, onCompleted func(r *request)) *traffic {
+	return &traffic{d: d, keys: keys, onCompleted: onCompleted, allEnded: make(chan struct{}), slots: map[int64][]*request{}}
 }
 
 // run sends the n requests and their events, and returns once the last
@@ -68,7 +69,7 @@ func (t *traffic) arrivals(n int, length time.Duration, seed uint64) {
 		if ahead := at - t.elapsed(); ahead > 0 {
 			time.Sleep(ahead)
 		}
-		r := &request{traffic: t, key: rng.IntN(w5Keys)}
+		r := &request{traffic: t, key: rng.IntN(t.keys)}
 		if rng.Float64() < w5EventShare {
 			r.event = at + time.Duration(rng.Int64N(int64(w5EventWindow)))
 			t.mu.Lock()

@@ -138,12 +138,12 @@ const (
 
 // w5 runs requests arriving at rate per second for length; see DESIGN.md and
 // traffic.
-func w5(d delayed, rate int, length time.Duration) result {
+func w5(d delayed, rate, keys int, length time.Duration) result {
 	n := int(float64(rate) * length.Seconds())
 	var lagMu sync.Mutex
 	var lags []time.Duration
 	var t *traffic
-	t = newTraffic(d, func(r *request) {
+	t = newTraffic(d, keys, func(r *request) {
 		lag := t.elapsed() - r.event
 		lagMu.Lock()
 		lags = append(lags, lag)
@@ -172,8 +172,9 @@ func w5(d delayed, rate int, length time.Duration) result {
 	if lagMs(0.5) < 10 && math.Abs(completedPct-w5Expected) <= 1 {
 		keepsUp = 1
 	}
-	return result{Metrics: map[string]float64{
+	m := map[string]float64{
 		"rate":               float64(rate),
+		"keys":               float64(keys),
 		"completed_pct":      completedPct,
 		"expired_pct":        100 * float64(t.expired.Load()) / float64(n),
 		"lost":               float64(int64(n) - t.ended.Load()),
@@ -182,10 +183,17 @@ func w5(d delayed, rate int, length time.Duration) result {
 		"peak_rss_mb":        peakRSSMB(),
 		"lag_p50_ms":         lagMs(0.5),
 		"lag_p99_ms":         lagMs(0.99),
+		"lag_p999_ms":        lagMs(0.999),
 		"arrivals_behind_ms": float64(t.behind.Load()) / 1e6,
 		"keeps_up":           keepsUp,
-	}}
+	}
+	for i, q := range latenessQuantiles { // the lag's distribution, for the chart
+		m[lagQuantileMetric(i)] = lagMs(q)
+	}
+	return result{Metrics: m}
 }
+
+func lagQuantileMetric(i int) string { return fmt.Sprintf("lag_q%03d", i) }
 
 func runPurgatoryWorkload(system string, p params) (result, error) {
 	d, err := newDelayed(system)
@@ -193,12 +201,15 @@ func runPurgatoryWorkload(system string, p params) (result, error) {
 		return result{}, err
 	}
 	defer d.close()
-	rate, length := p.rate, p.duration
+	rate, length, keys := p.rate, p.duration, p.keys
 	if rate == 0 {
 		rate = p.n(100_000, 20_000)
 	}
 	if length == 0 {
 		length = time.Duration(p.n(10_000, 500)) * time.Millisecond
 	}
-	return w5(d, rate, length), nil
+	if keys == 0 {
+		keys = w5Keys
+	}
+	return w5(d, rate, keys, length), nil
 }

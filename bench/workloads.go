@@ -26,6 +26,7 @@ type params struct {
 	quick    bool
 	parked   int           // W2 and W3: timers parked at 30 min (0: the default)
 	rate     int           // W5: requests per second (0: the default)
+	keys     int           // W5: keys the requests are spread over (0: w5Keys)
 	duration time.Duration // W5 and soak: how long requests arrive (0: the default)
 }
 
