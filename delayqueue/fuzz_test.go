@@ -44,8 +44,8 @@ func FuzzOrder(f *testing.F) {
 				}
 				model = model[1:]
 			}
-			if q.Len() != len(model) {
-				t.Fatalf("Len %d, want %d", q.Len(), len(model))
+			if delayqueue.Len(q) != len(model) {
+				t.Fatalf("Len %d, want %d", delayqueue.Len(q), len(model))
 			}
 		}
 	})

@@ -21,7 +21,7 @@ import (
 
 // Queue is a delay queue of values of type T. It must be created with [New].
 //
-// Concurrency: Offer, Poll, Peek and Len are safe for concurrent use by any
+// Concurrency: Offer, Poll and Peek are safe for concurrent use by any
 // number of goroutines. Take may be called by one goroutine at a time (the
 // consumer); it may run concurrently with all the others.
 type Queue[T any] struct {
@@ -107,8 +107,9 @@ func (q *Queue[T]) Peek() (expiration time.Duration, ok bool) {
 	return head.expiration, true
 }
 
-// Len returns the number of items in the queue, due or not.
-func (q *Queue[T]) Len() int {
+// len returns the number of items in the queue, due or not, for tests
+// (export_test.go).
+func (q *Queue[T]) len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.heap.Size()

@@ -23,7 +23,7 @@ func TestPollOrder(t *testing.T) {
 	q.Offer("a", 10)
 	q.Offer("b1", 20)
 	q.Offer("b2", 20) // equal expirations keep offer order
-	require.Equal(t, 4, q.Len())
+	require.Equal(t, 4, delayqueue.Len(q))
 
 	exp, ok := q.Peek()
 	require.True(t, ok)
@@ -43,7 +43,7 @@ func TestPollOrder(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{"a", "b1", "b2", "c"}, got)
-	require.Equal(t, 0, q.Len())
+	require.Equal(t, 0, delayqueue.Len(q))
 	_, ok = q.Peek()
 	require.False(t, ok)
 }
@@ -93,7 +93,7 @@ func TestEarlierOfferWakesTake(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 1, v)
 		require.Equal(t, 20*time.Millisecond, now(), "the sleeper re-armed for the earlier item")
-		require.Equal(t, 1, q.Len())
+		require.Equal(t, 1, delayqueue.Len(q))
 	})
 }
 
@@ -123,7 +123,7 @@ func TestTakeCancelled(t *testing.T) {
 		_, err := q.Take(ctx, now)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		require.Equal(t, time.Second, now())
-		require.Equal(t, 1, q.Len(), "a cancelled Take removes nothing")
+		require.Equal(t, 1, delayqueue.Len(q), "a cancelled Take removes nothing")
 	})
 }
 

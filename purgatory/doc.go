@@ -11,7 +11,8 @@
 //
 // # The operation model
 //
-// An operation is a struct that embeds [Op] and implements three methods:
+// An operation is a struct that embeds [Op], best as its first field with the
+// fields TryComplete reads right after it, and implements three methods:
 //
 //	type produce struct {
 //		purgatory.Op
@@ -23,12 +24,13 @@
 //	func (p *produce) OnExpiration()     { expiredRequests.Inc() }
 //
 // Unlike Kafka, TryComplete only checks; it does not complete the operation
-// itself. The library holds the operation's lock while it checks and completes
-// the operation with a compare-and-swap when the check passes, so exactly-once
-// is guaranteed by the library rather than by every implementation remembering
-// to call forceComplete, and OnComplete learns how it ended from Op.Outcome.
-// Embedding keeps the bookkeeping (state, lock, timer, watch-list nodes) inside
-// the user's own allocation, and the small Operation interface keeps the user's
+// itself. The library runs one try of an operation at a time (a try bit in the
+// operation's state word, and Op.Locker if set) and completes the operation
+// with a compare-and-swap when the check passes, so exactly-once is guaranteed
+// by the library rather than by every implementation remembering to call
+// forceComplete, and OnComplete learns how it ended from Op.Outcome. Embedding
+// keeps the bookkeeping (state, timer, watch-list places) inside the user's
+// own allocation, and the small Operation interface keeps the user's
 // methods ordinary methods. ForceComplete is a function taking the operation,
 // rather than a method of Op, so that it can run OnComplete even before the
 // operation is added.

@@ -27,9 +27,8 @@ type Purgatory[K comparable] struct {
 }
 
 // New returns a Purgatory named name: the metrics package labels its series
-// with it, so it is given once, here. With no
-// [WithTimingWheel] option it creates a timing wheel of its own, which Close
-// stops. It returns an error wrapping [ErrInvalidOption] if an option is
+// with it, so it is given once, here. With no [WithTimingWheel] option it
+// creates a timing wheel of its own, which Close stops. It returns an error wrapping [ErrInvalidOption] if an option is
 // invalid, and one wrapping [timingwheel.ErrStopped] if the wheel given with
 // WithTimingWheel has been stopped.
 func New[K comparable](name string, opts ...Option) (*Purgatory[K], error) {

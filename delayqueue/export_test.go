@@ -1,0 +1,4 @@
+package delayqueue
+
+// Len exposes Queue.len to the external tests.
+func Len[T any](q *Queue[T]) int { return q.len() }
