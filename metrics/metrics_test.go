@@ -177,10 +177,10 @@ timingwheel_rejected_timers_total{wheel="main"} 0
 		require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(`
 # HELP timingwheel_lateness_seconds How long after its deadline each timer was handed to the executor.
 # TYPE timingwheel_lateness_seconds histogram
-timingwheel_lateness_seconds_bucket{wheel="main",le="0.0005"} 1
+timingwheel_lateness_seconds_bucket{wheel="main",le="0.0005"} 2
 timingwheel_lateness_seconds_bucket{wheel="main",le="0.001"} 2
 timingwheel_lateness_seconds_bucket{wheel="main",le="+Inf"} 2
-timingwheel_lateness_seconds_sum{wheel="main"} 0.0008
+timingwheel_lateness_seconds_sum{wheel="main"} 0
 timingwheel_lateness_seconds_count{wheel="main"} 2
 `), "timingwheel_lateness_seconds"))
 		tw.Stop()

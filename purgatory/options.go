@@ -41,8 +41,8 @@ func WithObserver(o Observer) Option { return func(c *config) { c.observer = o }
 
 // WithTimingWheel makes the purgatory use tw for its timeouts instead of a
 // wheel of its own, so that several purgatories can share one, as Kafka's do.
-// New starts tw if it has not been started (a wheel that never runs would
-// never expire anything) and returns an error if it has been stopped. The
+// New returns an error if tw has been stopped; a wheel made
+// timingwheel.WithManualClock runs the timeouts when its owner advances it. The
 // caller stops tw after closing every purgatory that uses it. Panics in the
 // operations' callbacks on the expiry path are the purgatory's to report
 // (WithPanicHandler), not tw's.

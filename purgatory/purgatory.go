@@ -1,7 +1,6 @@
 package purgatory
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -55,13 +54,10 @@ func New[K comparable](name string, opts ...Option) (*Purgatory[K], error) {
 		}
 		p.tw, p.ownsWheel = tw, true
 	}
-	// A wheel that is not running would never expire anything: start one
-	// that has not been started, refuse one that has been stopped.
-	if err := p.tw.Start(); err != nil {
-		if errors.Is(err, timingwheel.ErrStopped) {
-			return nil, fmt.Errorf("purgatory: the wheel given with WithTimingWheel has been stopped; its timeouts would never run: %w", err)
-		}
-		return nil, err
+	// A stopped wheel would never expire anything. (A wheel made
+	// WithManualClock is the caller's to drive.)
+	if err := p.tw.Err(); err != nil {
+		return nil, fmt.Errorf("purgatory: the wheel given with WithTimingWheel has been stopped; its timeouts would never run: %w", err)
 	}
 	return p, nil
 }

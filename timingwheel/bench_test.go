@@ -131,7 +131,7 @@ func BenchmarkFire(b *testing.B) {
 		opts []timingwheel.Option
 	}{{"none", nil}, {"noop", []timingwheel.Option{timingwheel.WithObserver(noopObserver{})}}} {
 		b.Run("observer="+tc.name, func(b *testing.B) {
-			tw, err := timingwheel.New(append(tc.opts, timingwheel.WithExecutor(timingwheel.InlineExecutor()))...)
+			tw, err := timingwheel.New(append(tc.opts, timingwheel.WithExecutor(timingwheel.InlineExecutor()), timingwheel.WithManualClock())...)
 			if err != nil {
 				b.Fatal(err)
 			}

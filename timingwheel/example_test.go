@@ -54,9 +54,9 @@ func ExampleTimingWheel_ScheduleFunc() {
 }
 
 func ExampleTimingWheel_AdvanceClock() {
-	// Drive the wheel from your own loop instead of Start, as Kafka's reaper
-	// does; callbacks run inline here.
-	tw, err := timingwheel.New(timingwheel.WithExecutor(timingwheel.InlineExecutor()))
+	// Drive the wheel from your own loop instead of a driver goroutine, as
+	// Kafka's reaper does; callbacks run inline here.
+	tw, err := timingwheel.New(timingwheel.WithManualClock(), timingwheel.WithExecutor(timingwheel.InlineExecutor()))
 	if err != nil {
 		panic(err)
 	}

@@ -28,14 +28,11 @@ func InlineExecutor() Executor { return Executor{inline: true} }
 func PoolExecutor(maxWorkers int) Executor { return Executor{workers: maxWorkers} }
 
 // executor is what the TimingWheel drives: it hands over each batch of due
-// timers and, at Stop, waits for the callbacks already handed over.
+// timers. (Shutdown waits for them through the wheel's inflight count, so the
+// executor need not know which goroutines run them.)
 type executor interface {
 	// execute runs or queues every timer in due; it keeps no reference to due.
 	execute(due []*Timer)
-	// wait returns once every callback handed over has returned, or at once if
-	// the calling goroutine is one that runs callbacks (it cannot wait for
-	// itself).
-	wait()
 }
 
 type inline struct{ run func(*Timer) }
@@ -45,9 +42,6 @@ func (x inline) execute(due []*Timer) {
 		x.run(t)
 	}
 }
-
-// Inline callbacks run on the driver; TimingWheel.Stop waits for the driver.
-func (inline) wait() {}
 
 // perWorker is how many queued callbacks justify starting one more worker: a
 // burst of n due timers starts about n/perWorker workers (at least one, at most
@@ -66,12 +60,10 @@ type pool struct {
 	queue   []*Timer
 	head    int // queue[head:] is waiting to run
 	workers int
-	gids    map[uint64]struct{} // goroutine IDs of the workers, for wait
-	wg      sync.WaitGroup
 }
 
 func newPool(maxWorkers int, run func(*Timer)) *pool {
-	return &pool{run: run, max: maxWorkers, gids: make(map[uint64]struct{})}
+	return &pool{run: run, max: maxWorkers}
 }
 
 func (p *pool) execute(due []*Timer) {
@@ -89,7 +81,6 @@ func (p *pool) execute(due []*Timer) {
 	p.queue = append(p.queue, due...)
 	start := min(p.max-p.workers, (len(due)+perWorker-1)/perWorker)
 	p.workers += start
-	p.wg.Add(start)
 	p.mu.Unlock()
 	for range start {
 		go p.work()
@@ -97,9 +88,7 @@ func (p *pool) execute(due []*Timer) {
 }
 
 func (p *pool) work() {
-	gid := goid()
 	p.mu.Lock()
-	p.gids[gid] = struct{}{}
 	for p.head < len(p.queue) {
 		t := p.queue[p.head]
 		p.queue[p.head] = nil
@@ -112,17 +101,6 @@ func (p *pool) work() {
 	if cap(p.queue) > maxIdleQueue {
 		p.queue = nil // let a burst's backing array go
 	}
-	delete(p.gids, gid)
 	p.workers--
 	p.mu.Unlock()
-	p.wg.Done()
-}
-
-func (p *pool) wait() {
-	p.mu.Lock()
-	_, self := p.gids[goid()]
-	p.mu.Unlock()
-	if !self {
-		p.wg.Wait()
-	}
 }

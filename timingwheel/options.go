@@ -33,6 +33,7 @@ const (
 type Option func(*config)
 
 type config struct {
+	manual   bool
 	tick     time.Duration
 	size     int
 	exec     Executor
@@ -40,9 +41,15 @@ type config struct {
 	observer Observer
 }
 
+// WithManualClock makes New return a wheel without a driver goroutine, which
+// runs timers only when AdvanceClock is called (Kafka's advanceClock loop), or
+// once Start gives it a driver.
+func WithManualClock() Option { return func(c *config) { c.manual = true } }
+
 // WithTick sets the length of one tick of the finest level (default 1 ms, at
-// least [MinTick]). A callback runs at most about one tick after its deadline,
-// never before it.
+// least [MinTick]). Deadlines are not rounded to it: the tick sets how finely
+// the wheel sorts timers before their deadline nears, and how often the
+// driver may wake for buckets.
 func WithTick(d time.Duration) Option { return func(c *config) { c.tick = d } }
 
 // WithWheelSize sets the number of buckets per level (default [DefaultWheelSize],

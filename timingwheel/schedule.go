@@ -47,7 +47,7 @@ func (tw *TimingWheel) ScheduleFunc(s Scheduler, f func()) *Timer {
 		tw.rejected.Add(1)
 	case !first.IsZero():
 		t.exp = tw.at(first)
-		tw.w.schedule(&t.e)
+		tw.schedule(t)
 	}
 	return t
 }
@@ -81,7 +81,7 @@ func (r *recurrence) rearm(planned time.Time) {
 		return
 	}
 	r.t.exp = tw.at(next)
-	tw.w.schedule(&r.t.e)
+	tw.schedule(r.t)
 }
 
 // at converts an absolute time into nanoseconds since the wheel's start.

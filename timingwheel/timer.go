@@ -20,9 +20,10 @@ type Timer struct {
 
 // AfterFunc schedules f to run in the wheel's executor once d has elapsed, and
 // returns a Timer that can stop or reset it. f never runs before d has elapsed
-// on the monotonic clock from the call, and usually runs within about one tick
-// after that. A d of zero or less runs f as soon as the driver gets to it, never
-// on the calling goroutine. After the wheel is stopped the returned Timer never
+// on the monotonic clock from the call, and is not rounded to a tick: it runs
+// as soon as the driver wakes at its deadline, as time.AfterFunc's f does. A d
+// of zero or less runs f on the driver's next pass, never on the calling
+// goroutine. After the wheel is stopped the returned Timer never
 // runs and is counted in [Stats].Rejected. A nil f is a misuse and panics.
 func (tw *TimingWheel) AfterFunc(d time.Duration, f func()) *Timer {
 	tw.mustBeNew()
@@ -38,7 +39,7 @@ func (tw *TimingWheel) AfterFunc(d time.Duration, f func()) *Timer {
 		tw.rejected.Add(1)
 		return t
 	}
-	tw.w.schedule(&t.e)
+	tw.schedule(t)
 	tw.mu.Unlock()
 	return t
 }
@@ -83,6 +84,6 @@ func (t *Timer) Reset(d time.Duration) bool {
 	pending := t.e.Bucket() != nil
 	t.stopped = false
 	t.exp = exp
-	tw.w.schedule(&t.e) // moves it out of its old bucket first
+	tw.schedule(t) // moves it out of its old bucket first
 	return pending
 }

@@ -1,13 +1,13 @@
 // Package timingwheel provides TimingWheel, a hierarchical timing wheel that
 // holds millions of timers at O(1) cost to add or stop each, in the manner of
-// Kafka's SystemTimer, and runs their callbacks never before their deadline.
+// Kafka's SystemTimer, and runs their callbacks never before their deadline
+// and, like time.AfterFunc, without rounding them to a tick.
 //
 // A TimingWheel is a faster [time.AfterFunc] for programs with many timers that
 // are mostly stopped before they fire (request timeouts, delayed retries):
 //
 //	tw, err := timingwheel.New()
 //	...
-//	tw.Start()
 //	defer tw.Stop()
 //	t := tw.AfterFunc(30*time.Second, func() { ... })
 //	...
@@ -15,64 +15,68 @@
 //
 // Timers live in buckets of a wheel of [DefaultWheelSize] slots per level, one
 // tick ([DefaultTick]) per slot on the finest level; coarser levels are created
-// on demand. A single driver goroutine sleeps until the earliest non-empty bucket
-// is due (no ticker: an idle wheel uses no CPU), then moves its timers to finer
-// levels or hands them to the executor. Time is measured on the monotonic clock
-// only.
+// on demand. A single driver goroutine sleeps until the earliest bucket's tick
+// begins or the earliest deadline within the current tick comes (no ticker: an
+// idle wheel uses no CPU), then moves timers to finer levels or hands them to
+// the executor. Time is measured on the monotonic clock only.
 package timingwheel
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"log"
 	"math"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// ErrStopped is returned by Start on a TimingWheel that has been stopped.
+// ErrStopped is returned by Start and Err on a TimingWheel that has been
+// stopped.
 var ErrStopped = errors.New("timingwheel: stopped")
 
 type state int
 
 const (
-	created state = iota
-	running
+	manual  state = iota // made WithManualClock and not started: AdvanceClock drives it
+	running              // the driver goroutine drives it
 	stopped
 )
 
 // TimingWheel schedules callbacks to run after a delay. It must be created with
 // [New]. All its methods are safe for concurrent use, including from inside
 // callbacks; callbacks never run while the wheel's lock is held.
+//
+// Lock order: mu is the wheel's only lock, from scheduling a timer to handing
+// it to the executor; the executor's own lock is taken after it is released.
 type TimingWheel struct {
-	mu    sync.Mutex // guards w, state and every Timer's place in the wheel
+	mu    sync.Mutex // guards w, state, sleepUntil and every Timer's place in the wheel
 	w     *wheel
 	state state
-	start time.Time // epoch of the monotonic clock: expirations are time.Since(start)
+	start time.Time // epoch of the monotonic clock: deadlines are time.Since(start)
 	exec  executor
+
+	// sleepUntil is when the driver (or a waiting AdvanceClock) will next
+	// look at the wheel, in ns since start; math.MaxInt64 when it waits for
+	// nothing. A timer that is due earlier sends a token on wake.
+	sleepUntil time.Duration
+	wake       chan struct{} // capacity 1: a token means "look again"
+	quit       chan struct{} // closed by Stop
+	done       chan struct{} // closed when the driver exits; nil if none was started
+	inflight   inflight      // callbacks handed to the executor and not yet returned
 
 	onPanic  func(recovered any)
 	observer Observer
-
-	ctx      context.Context // cancelled by Stop; the driver and AdvanceClock wait on it
-	cancel   context.CancelFunc
-	consumer sync.Mutex      // held by whoever takes from the delay queue: the driver or AdvanceClock
-	due      []*Timer        // the consumer's batch of due timers, reused; guarded by consumer
-	lateness []time.Duration // lateness of each timer in due, when observed; guarded by consumer
-	done     chan struct{}   // closed when the driver exits; nil until Start
-	driver   atomic.Uint64   // the driver's goroutine ID, for Stop
 
 	fired    atomic.Int64
 	panics   atomic.Int64
 	rejected atomic.Int64
 }
 
-// New returns a TimingWheel that is not yet running: call Start, or drive it with
-// AdvanceClock. It returns an error wrapping [ErrInvalidOption] if an option is
-// out of range.
+// New returns a running TimingWheel: its driver goroutine runs timers as they
+// come due until Stop. With [WithManualClock] it returns one that only
+// AdvanceClock drives. It returns an error wrapping [ErrInvalidOption] if an
+// option is out of range or nil.
 func New(opts ...Option) (*TimingWheel, error) {
 	c := config{tick: DefaultTick, size: DefaultWheelSize, exec: PoolExecutor(DefaultMaxWorkers)}
 	for i, o := range opts {
@@ -85,22 +89,28 @@ func New(opts ...Option) (*TimingWheel, error) {
 		return nil, err
 	}
 	tw := &TimingWheel{
-		w:        newWheel(c.tick, c.size),
-		start:    time.Now(),
-		onPanic:  c.onPanic,
-		observer: c.observer,
+		w:          newWheel(c.tick, c.size),
+		start:      time.Now(),
+		onPanic:    c.onPanic,
+		observer:   c.observer,
+		sleepUntil: math.MaxInt64,
+		wake:       make(chan struct{}, 1),
+		quit:       make(chan struct{}),
 	}
-	tw.ctx, tw.cancel = context.WithCancel(context.Background())
 	if c.exec.inline {
 		tw.exec = inline{run: tw.run}
 	} else {
 		tw.exec = newPool(c.exec.workers, tw.run)
 	}
+	if !c.manual {
+		tw.Start()
+	}
 	return tw, nil
 }
 
-// Start launches the driver goroutine, which runs timers as they come due. It
-// returns nil if the wheel is running (calling Start twice is harmless) and
+// Start launches the driver goroutine of a wheel made [WithManualClock], after
+// which AdvanceClock may no longer be called. It returns nil if the wheel is
+// running (every wheel New makes without that option already is) and
 // [ErrStopped] after Stop.
 func (tw *TimingWheel) Start() error {
 	tw.mustBeNew()
@@ -118,157 +128,57 @@ func (tw *TimingWheel) Start() error {
 	return nil
 }
 
-func (tw *TimingWheel) drive() {
-	defer close(tw.done)
-	tw.driver.Store(goid())
-	tw.consumer.Lock()
-	defer tw.consumer.Unlock()
-	for {
-		b, err := tw.w.queue.Take(tw.ctx, tw.now)
-		if err != nil {
-			return
-		}
-		tw.expire(b)
-	}
-}
-
-// AdvanceClock is for callers that drive the wheel from their own loop instead
-// of calling Start (Kafka's Timer.advanceClock). It waits up to timeout for a
-// bucket to come due, then runs every timer that is due, through the executor,
-// and returns true; it returns false if nothing came due within timeout or the
-// wheel is stopped. A timeout of zero or less only looks. Calls are serialized.
-// Calling it on a started wheel is a misuse and panics.
-func (tw *TimingWheel) AdvanceClock(timeout time.Duration) bool {
+// Err returns [ErrStopped] once the wheel has been stopped, and nil before.
+func (tw *TimingWheel) Err() error {
 	tw.mustBeNew()
 	tw.mu.Lock()
-	st := tw.state
-	tw.mu.Unlock()
-	switch st {
-	case running:
-		panic("timingwheel: AdvanceClock called on a started TimingWheel; use Start or AdvanceClock, not both")
-	case stopped:
-		return false
-	}
-	tw.consumer.Lock()
-	defer tw.consumer.Unlock()
-	ctx, cancel := context.WithTimeout(tw.ctx, max(timeout, 0))
-	defer cancel()
-	b, err := tw.w.queue.Take(ctx, tw.now) // looks once even if ctx is already done
-	if err != nil {
-		return false
-	}
-	tw.expire(b)
-	return true
-}
-
-// expire flushes b and every other bucket that is due, then hands the timers
-// whose time has come to the executor, outside the lock.
-func (tw *TimingWheel) expire(b *slot) {
-	tw.mu.Lock()
+	defer tw.mu.Unlock()
 	if tw.state == stopped {
-		tw.mu.Unlock()
-		return
+		return ErrStopped
 	}
-	now := tw.now()
-	due := tw.w.expire(b, tw.due[:0])
-	due = tw.w.poll(now, due)
-	late := tw.lateness[:0]
-	if tw.observer != nil {
-		for _, t := range due {
-			late = append(late, max(now-time.Duration(t.exp), 0))
-		}
-	}
-	tw.mu.Unlock()
-	if len(due) > 0 {
-		if len(late) > 0 {
-			tw.observe(late)
-		}
-		tw.fired.Add(int64(len(due)))
-		tw.exec.execute(due)
-		clear(due) // drop the references until the next batch
-	}
-	tw.due, tw.lateness = due, late
-}
-
-// observe tells the observer each timer's lateness. A panicking observer is
-// recovered and reported like a callback, so that it cannot kill the driver;
-// the timers it was told about still run.
-func (tw *TimingWheel) observe(late []time.Duration) {
-	defer tw.recoverPanic("the Observer")
-	for _, l := range late {
-		tw.observer.TimerFired(l)
-	}
-}
-
-// run calls t's callback, recovering a panic so that it cannot kill the driver or
-// a worker and lose the timers behind it.
-func (tw *TimingWheel) run(t *Timer) {
-	defer tw.recoverPanic("a timer's callback")
-	t.f()
-}
-
-// recoverPanic is deferred around user code. It counts a recovered panic and
-// passes it to the panic handler or, with none, logs it once with its stack
-// through the standard log package (net/http's convention for a handler's
-// panic). It runs inside the deferred recovery, so the stack shows where the
-// panic happened. A handler that panics itself is logged too, never allowed to
-// kill the goroutine that runs other timers.
-func (tw *TimingWheel) recoverPanic(where string) {
-	r := recover()
-	if r == nil {
-		return
-	}
-	tw.panics.Add(1)
-	if h := tw.onPanic; h != nil {
-		if handled(h, r) {
-			return
-		}
-		where += " (and the panic handler panicked too)"
-	}
-	log.Printf("timingwheel: recovered a panic from %s: %v\n%s", where, r, debug.Stack())
-}
-
-// handled calls h(r) and reports whether it returned normally; a panic in h is
-// logged.
-func handled(h func(any), r any) (ok bool) {
-	defer func() {
-		if !ok {
-			log.Printf("timingwheel: the panic handler panicked: %v\n%s", recover(), debug.Stack())
-		}
-	}()
-	h(r)
-	return true
+	return nil
 }
 
 // Stop shuts the wheel down and returns the callbacks of the timers that were
 // still pending, none of which will run: the caller may run them, hand them on,
-// or drop them knowingly. Those timers' Stop then returns false.
+// or drop them knowingly. Those timers' Stop then returns false. Like
+// time.Timer.Stop, it does not wait for callbacks that have already been
+// handed to the executor: use Shutdown for that. Stop may be called from a
+// callback. Later calls return nil.
 //
-// Stop waits for the driver to exit and for callbacks already handed to the
-// executor to return, except that Stop called from inside a callback does not
-// wait for the goroutine it runs on. Later calls return nil after the same wait.
 // After Stop, AfterFunc and ScheduleFunc return timers that never run (counted
-// in Stats.Rejected), Reset returns false and does nothing, and Start returns
-// [ErrStopped].
+// in Stats.Rejected), Reset returns false and does nothing, Start and Err
+// return [ErrStopped], and the driver goroutine exits.
 func (tw *TimingWheel) Stop() (pending []func()) {
 	tw.mustBeNew()
 	tw.mu.Lock()
-	first := tw.state != stopped
-	if first {
-		tw.state = stopped
-		tw.w.drain(func(e *entry) { pending = append(pending, e.Value.f) })
+	defer tw.mu.Unlock()
+	if tw.state == stopped {
+		return nil
 	}
-	done := tw.done
-	tw.mu.Unlock()
-	if first {
-		tw.cancel()
-	}
-	// Every caller waits, not only the first; none may wait for itself.
-	if done != nil && goid() != tw.driver.Load() {
-		<-done
-	}
-	tw.exec.wait()
+	tw.state = stopped
+	close(tw.quit)
+	tw.w.drain(func(e *entry) { pending = append(pending, e.Value.f) })
 	return pending
+}
+
+// Shutdown stops the wheel as Stop does and then waits, until ctx is done,
+// for the callbacks already handed to the executor to return and for the
+// driver goroutine to exit (http.Server.Shutdown's convention). It returns the
+// pending callbacks, as Stop, and ctx's error if ctx was done first. Called
+// from a callback, Shutdown waits for that callback too, so it returns only
+// when ctx is done: call Stop there. Later calls hand back nothing but wait
+// the same way.
+func (tw *TimingWheel) Shutdown(ctx context.Context) (pending []func(), err error) {
+	pending = tw.Stop()
+	if tw.done != nil {
+		select {
+		case <-tw.done:
+		case <-ctx.Done():
+			return pending, ctx.Err()
+		}
+	}
+	return pending, tw.inflight.wait(ctx)
 }
 
 // Observer returns the Observer given with WithObserver, or nil.
@@ -316,4 +226,16 @@ func (tw *TimingWheel) expiration(d time.Duration) int64 {
 		return math.MaxInt64
 	}
 	return int64(now + d)
+}
+
+// schedule puts t in the wheel, and wakes whoever waits on the wheel if t is
+// due before it would look. The caller holds mu.
+func (tw *TimingWheel) schedule(t *Timer) {
+	if at, ok := tw.w.schedule(&t.e); ok && at < tw.sleepUntil {
+		tw.sleepUntil = at
+		select {
+		case tw.wake <- struct{}{}:
+		default:
+		}
+	}
 }

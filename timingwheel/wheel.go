@@ -22,11 +22,16 @@ const maxTicks = math.MaxInt64 / 2
 // takes time as an argument and never reads the clock, so it can be tested
 // exhaustively without waiting.
 //
-// Time inside the wheel is counted in ticks since the TimingWheel's start; an
-// timer's deadline (Timer.exp) is in nanoseconds since that start. An expiration is turned
-// into ticks by rounding UP, and an entry runs only once the clock has reached
-// that tick. That is the whole of "never early": Kafka and the Go ports round
-// down and so fire up to one tick before the deadline.
+// Time inside the wheel is counted in ticks since the TimingWheel's start; a
+// timer's deadline (Timer.exp) is in nanoseconds since that start. A timer
+// waits in the bucket of the tick its deadline falls in, and that bucket is
+// flushed when its tick begins, a little before the deadlines in it: a
+// flushed timer whose deadline has not come yet moves to near, a min-heap of
+// exact deadlines within the current tick, and runs when the clock reaches
+// its own deadline. So a timer is never early (Kafka and the Go ports round
+// down to the tick and fire up to a tick early) and never rounded up either
+// (which costs half a tick on average): it is as punctual as the driver's
+// sleep.
 //
 // Level i has buckets of size^i ticks each and spans size^(i+1) ticks; higher
 // levels are created on demand. All levels share one delay queue, and a bucket
@@ -39,12 +44,13 @@ type wheel struct {
 	size   int64         // buckets per level
 	levels []*level
 	queue  *delayqueue.Queue[*slot]
-	// ready holds timers that were already due when scheduled. It is offered to
-	// the queue at expiration 0, so the consumer runs them next, never the caller.
-	ready *slot
-	count atomic.Int64 // entries in all buckets: the pending timers
-	due   []*Timer     // scratch for expire; reused by the single consumer
-	readd func(*entry) // w.cascade, bound once so that Flush does not allocate
+	// near holds the timers whose deadline falls in the current tick or has
+	// passed: linked in nearList (so Stop unlinks them in O(1)) and ordered
+	// by deadline in nearHeap, whose entries a Stop or Reset leaves stale.
+	nearList *slot
+	nearHeap nearHeap
+	count    atomic.Int64 // entries in all buckets: the pending timers
+	readd    func(*entry) // w.cascade, bound once so that Flush does not allocate
 }
 
 type level struct {
@@ -54,13 +60,62 @@ type level struct {
 	buckets  []*slot
 }
 
+// nearEntry is a timer in near with the deadline it had when it was pushed: if
+// the timer has left near or been given another deadline since, it is stale.
+type nearEntry struct {
+	exp int64
+	t   *Timer
+}
+
+// nearHeap is a binary min-heap by exp, typed so that a push allocates
+// nothing (container/heap would box every entry).
+type nearHeap []nearEntry
+
+func (h *nearHeap) push(e nearEntry) {
+	*h = append(*h, e)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if s[parent].exp <= s[i].exp {
+			break
+		}
+		s[parent], s[i] = s[i], s[parent]
+		i = parent
+	}
+}
+
+func (h *nearHeap) pop() nearEntry {
+	s := *h
+	top := s[0]
+	last := len(s) - 1
+	s[0] = s[last]
+	s[last] = nearEntry{}
+	s = s[:last]
+	for i := 0; ; {
+		least, l, r := i, 2*i+1, 2*i+2
+		if l < len(s) && s[l].exp < s[least].exp {
+			least = l
+		}
+		if r < len(s) && s[r].exp < s[least].exp {
+			least = r
+		}
+		if least == i {
+			break
+		}
+		s[i], s[least] = s[least], s[i]
+		i = least
+	}
+	*h = s
+	return top
+}
+
 func newWheel(tick time.Duration, size int) *wheel {
 	w := &wheel{
 		tick:  tick,
 		size:  int64(size),
 		queue: delayqueue.New[*slot](),
 	}
-	w.ready = bucket.New[*Timer](&w.count)
+	w.nearList = bucket.New[*Timer](&w.count)
 	w.readd = w.cascade
 	w.addLevel()
 	return w
@@ -84,12 +139,12 @@ func (w *wheel) addLevel() {
 	w.levels = append(w.levels, lv)
 }
 
-// ticks converts an expiration in nanoseconds into the first tick at or after it.
-func (w *wheel) ticks(expiration int64) int64 {
-	if expiration <= 0 {
+// tickOf returns the tick a deadline in nanoseconds falls in.
+func (w *wheel) tickOf(exp int64) int64 {
+	if exp <= 0 {
 		return 0
 	}
-	return min((expiration-1)/int64(w.tick)+1, maxTicks)
+	return min(exp/int64(w.tick), maxTicks)
 }
 
 // duration converts ticks into nanoseconds, saturating.
@@ -100,12 +155,16 @@ func (w *wheel) duration(ticks int64) time.Duration {
 	return time.Duration(ticks) * w.tick
 }
 
-// add puts e into the bucket of the lowest level that spans its expiration. It
-// returns false, leaving e unlinked, if e is due at the wheel's current time.
-func (w *wheel) add(e *entry) bool {
-	t := w.ticks(e.Value.exp)
+// add puts e into the bucket of the lowest level that spans its deadline's
+// tick, or into near if that tick has begun. It returns when the wheel must
+// next be polled for e's sake if that is earlier than before (a bucket newly
+// offered to the queue, or a deadline in near), and ok false otherwise.
+func (w *wheel) add(e *entry) (wake time.Duration, ok bool) {
+	t := w.tickOf(e.Value.exp)
 	if t <= w.levels[0].current {
-		return false
+		w.nearList.Add(e)
+		w.nearHeap.push(nearEntry{e.Value.exp, e.Value})
+		return time.Duration(e.Value.exp), true
 	}
 	for i := 0; ; i++ {
 		if i == len(w.levels) {
@@ -120,23 +179,17 @@ func (w *wheel) add(e *entry) bool {
 			b := lv.buckets[v%w.size]
 			b.Add(e)
 			if exp := v * lv.tick; b.SetExpiration(exp) {
-				w.queue.Offer(b, w.duration(exp))
+				at := w.duration(exp)
+				w.queue.Offer(b, at)
+				return at, true
 			}
-			return true
+			return 0, false
 		}
 	}
 }
 
-// schedule adds e to the wheel, or to the ready bucket if it is already due.
-func (w *wheel) schedule(e *entry) {
-	if w.add(e) {
-		return
-	}
-	w.ready.Add(e)
-	if w.ready.SetExpiration(0) {
-		w.queue.Offer(w.ready, 0)
-	}
-}
+// schedule adds e to the wheel; see add.
+func (w *wheel) schedule(e *entry) (wake time.Duration, ok bool) { return w.add(e) }
 
 // advanceClock moves every level's current time to the bucket holding tick t.
 // Time never goes backwards: an earlier t changes nothing.
@@ -149,39 +202,55 @@ func (w *wheel) advanceClock(t int64) {
 	}
 }
 
-// expire advances the clock to b's expiration and flushes b: each entry moves to
-// a finer level, or is appended to due if its time has come. It returns due.
-func (w *wheel) expire(b *slot, due []*Timer) []*Timer {
+// expire advances the clock to b's expiration and flushes b: each entry moves
+// to a finer level or to near.
+func (w *wheel) expire(b *slot) {
 	if exp := b.Expiration(); exp != bucket.NoExpiration {
 		w.advanceClock(exp)
 	}
-	w.due = due
 	b.Flush(w.readd)
-	due, w.due = w.due, nil
-	return due
 }
 
-func (w *wheel) cascade(e *entry) {
-	if !w.add(e) {
-		w.due = append(w.due, e.Value)
-	}
-}
+func (w *wheel) cascade(e *entry) { w.add(e) }
 
-// poll expires every bucket that is due at now, appending the timers whose time
-// has come to due, and returns due.
+// poll expires every bucket whose tick has begun at now, then appends to due
+// every timer in near whose deadline is at or before now, and returns due.
 func (w *wheel) poll(now time.Duration, due []*Timer) []*Timer {
 	for {
 		b, ok := w.queue.Poll(now)
 		if !ok {
-			return due
+			break
 		}
-		due = w.expire(b, due)
+		w.expire(b)
 	}
+	for len(w.nearHeap) > 0 && w.nearHeap[0].exp <= int64(now) {
+		n := w.nearHeap.pop()
+		if t := n.t; t.e.Bucket() == w.nearList && t.exp == n.exp {
+			t.e.Remove()
+			due = append(due, t)
+		}
+	}
+	return due
+}
+
+// next returns when the wheel must next be polled: the earliest of the next
+// bucket's tick and the earliest deadline in near. ok is false if nothing is
+// pending.
+func (w *wheel) next() (at time.Duration, ok bool) {
+	at, ok = w.queue.Peek()
+	if len(w.nearHeap) > 0 {
+		if n := time.Duration(w.nearHeap[0].exp); !ok || n < at {
+			at, ok = n, true
+		}
+	}
+	return at, ok
 }
 
 // drain empties every bucket, calling fn with each pending entry.
 func (w *wheel) drain(fn func(*entry)) {
-	w.ready.Flush(fn)
+	w.nearList.Flush(fn)
+	clear(w.nearHeap)
+	w.nearHeap = w.nearHeap[:0]
 	for _, lv := range w.levels {
 		for _, b := range lv.buckets {
 			b.Flush(fn)

@@ -17,14 +17,14 @@ func newEntry(exp time.Duration) *Timer {
 	return t
 }
 
-// runUntilEmpty drives w the way the driver does: sleep until the earliest
-// bucket is due, then poll. It returns when each timer was handed out, and
+// runUntilEmpty drives w the way the driver does: sleep until the wheel's
+// next deadline, then poll. It returns when each timer was handed out, and
 // fails if one is handed out twice.
 func runUntilEmpty(t *testing.T, w *wheel, now time.Duration) map[*Timer]time.Duration {
 	t.Helper()
 	fired := map[*Timer]time.Duration{}
 	for {
-		next, ok := w.queue.Peek()
+		next, ok := w.next()
 		if !ok {
 			return fired
 		}
@@ -37,15 +37,6 @@ func runUntilEmpty(t *testing.T, w *wheel, now time.Duration) map[*Timer]time.Du
 	}
 }
 
-// roundUp is when the reference model says an expiration fires: the first tick
-// boundary at or after it.
-func roundUp(exp, tick time.Duration) time.Duration {
-	if exp <= 0 {
-		return 0
-	}
-	return (exp + tick - 1) / tick * tick
-}
-
 // Kafka's TimingWheelTest: add a valid entry, an already-expired one and one
 // that falls in the current bucket.
 func TestWheelAdd(t *testing.T) {
@@ -53,23 +44,31 @@ func TestWheelAdd(t *testing.T) {
 	w.advanceClock(10) // current time: tick 10
 
 	valid := newEntry(15 * time.Millisecond)
-	require.True(t, w.add(&valid.e))
+	w.add(&valid.e)
 	require.NotNil(t, valid.e.Bucket())
-
-	expired := newEntry(9 * time.Millisecond)
-	require.False(t, w.add(&expired.e), "an entry before the current time is due at once")
-	require.Nil(t, expired.e.Bucket())
-
-	atNow := newEntry(10 * time.Millisecond)
-	require.False(t, w.add(&atNow.e), "an entry at the current tick is due")
+	require.NotSame(t, w.nearList, valid.e.Bucket(), "a later tick waits in a bucket")
+	require.EqualValues(t, 12, valid.e.Bucket().Expiration(), "level 1's bucket of ticks 12-15")
 
 	// Kafka treats the whole current bucket as expired and fires up to a tick
-	// early; here an expiration inside the current tick waits for the next one.
+	// early; here every deadline in the current tick (or before it) waits in
+	// near for its own time.
+	expired := newEntry(9 * time.Millisecond)
+	atNow := newEntry(10 * time.Millisecond)
 	inTick := newEntry(10*time.Millisecond + 1)
-	require.True(t, w.add(&inTick.e), "an entry inside the current tick is not yet due")
-	require.EqualValues(t, 11, inTick.e.Bucket().Expiration())
+	for _, e := range []*Timer{expired, atNow, inTick} {
+		at, ok := w.add(&e.e)
+		require.True(t, ok, "near wakes the driver")
+		require.EqualValues(t, e.exp, at, "at the deadline itself")
+		require.Same(t, w.nearList, e.e.Bucket())
+	}
+	require.EqualValues(t, 4, w.count.Load())
 
-	require.EqualValues(t, 2, w.count.Load())
+	require.ElementsMatch(t, []*Timer{expired, atNow}, w.poll(10*time.Millisecond, nil))
+	require.Empty(t, w.poll(10*time.Millisecond, nil))
+	require.Equal(t, []*Timer{inTick}, w.poll(10*time.Millisecond+1, nil), "not a nanosecond early")
+	next, ok := w.next()
+	require.True(t, ok)
+	require.Equal(t, 12*time.Millisecond, next, "then level 1's bucket")
 }
 
 func TestWheelStoppedEntryNeverFires(t *testing.T) {
@@ -99,11 +98,11 @@ func TestWheelOverflowCreatedOnceAndReused(t *testing.T) {
 	w := newWheel(time.Millisecond, 4)
 	require.Len(t, w.levels, 1)
 	a := newEntry(5 * time.Millisecond) // beyond level 0's 4 ticks
-	require.True(t, w.add(&a.e))
+	w.add(&a.e)
 	require.Len(t, w.levels, 2)
 	overflow := w.levels[1]
 	b := newEntry(12 * time.Millisecond)
-	require.True(t, w.add(&b.e))
+	w.add(&b.e)
 	require.Len(t, w.levels, 2, "a second entry reuses the overflow level")
 	require.Same(t, overflow, w.levels[1])
 	require.EqualValues(t, 4, overflow.tick, "overflow tick is the lower level's interval")
@@ -113,7 +112,7 @@ func TestWheelOverflowCreatedOnceAndReused(t *testing.T) {
 func TestWheelAdvanceCascadesToOverflowTick(t *testing.T) {
 	w := newWheel(time.Millisecond, 4)
 	far := newEntry(40 * time.Millisecond) // level 2: ticks of 16, spans 64
-	require.True(t, w.add(&far.e))
+	w.add(&far.e)
 	require.Len(t, w.levels, 3)
 	w.advanceClock(21)
 	require.EqualValues(t, 21, w.levels[0].current)
@@ -125,14 +124,14 @@ func TestWheelCurrentOfNewLevelIsAligned(t *testing.T) {
 	w := newWheel(time.Millisecond, 4)
 	w.advanceClock(7)
 	e := newEntry(30 * time.Millisecond)
-	require.True(t, w.add(&e.e))
+	w.add(&e.e)
 	require.EqualValues(t, 4, w.levels[1].current, "a new overflow level starts at its tick boundary")
 }
 
 // TestWheelSweep checks every delay across the first three level boundaries,
-// from several starting times, for two (tick, size) settings: each entry fires
-// exactly at the first tick boundary at or after its deadline, never early and
-// less than one tick late.
+// from several starting times, for two (tick, size) settings: driven as the
+// driver drives it, each entry fires exactly at its deadline (or at the start,
+// if that was already past), neither early nor rounded to a tick.
 func TestWheelSweep(t *testing.T) {
 	for _, cfg := range []struct {
 		tick time.Duration
@@ -157,10 +156,7 @@ func TestWheelSweep(t *testing.T) {
 				for _, tm := range timers {
 					exp := time.Duration(tm.exp)
 					at := fired[tm]
-					want := max(roundUp(exp, cfg.tick), start)
-					require.Equal(t, want, at, "expiration %v (start %v)", exp, start)
-					require.GreaterOrEqual(t, at, exp, "fired early")
-					require.Less(t, at-exp, cfg.tick+max(start-exp, 0), "fired more than a tick late")
+					require.Equal(t, max(exp, start), at, "expiration %v (start %v)", exp, start)
 				}
 				require.Zero(t, w.count.Load())
 			}
@@ -183,7 +179,7 @@ func TestWheelLateDriver(t *testing.T) {
 		require.LessOrEqual(t, time.Duration(tm.exp), 100*time.Millisecond)
 	}
 	for _, tm := range timers {
-		if roundUp(time.Duration(tm.exp), time.Millisecond) <= 100*time.Millisecond {
+		if time.Duration(tm.exp) <= 100*time.Millisecond {
 			require.Nil(t, tm.e.Bucket(), "a due timer was left in the wheel")
 		} else {
 			require.NotNil(t, tm.e.Bucket(), "a timer not yet due left the wheel")

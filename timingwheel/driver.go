@@ -1,0 +1,190 @@
+package timingwheel
+
+import (
+	"context"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The driver is Kafka's reaper without the polling: one goroutine that polls
+// the wheel, hands what is due to the executor, and sleeps on one reusable
+// time.Timer until the wheel's next deadline, or until a token on wake says
+// that a timer scheduled meanwhile is due sooner (tokio's driver works the
+// same way). It holds mu only while it polls.
+
+func (tw *TimingWheel) drive() {
+	defer close(tw.done)
+	sleep := time.NewTimer(time.Hour)
+	sleep.Stop()
+	var due []*Timer
+	var late []time.Duration
+	for {
+		var wait time.Duration
+		var ok bool
+		due, late, wait, ok = tw.advance(due[:0], late[:0])
+		if !ok {
+			return // stopped
+		}
+		tw.hand(due, late)
+		if len(due) > 0 {
+			clear(due) // drop the references until the next batch
+			continue   // look again: time passed while handing them over
+		}
+		var ring <-chan time.Time
+		if wait < math.MaxInt64 {
+			sleep.Reset(wait)
+			ring = sleep.C
+		}
+		select {
+		case <-ring:
+		case <-tw.wake:
+			sleep.Stop()
+		case <-tw.quit:
+			sleep.Stop()
+			return
+		}
+	}
+}
+
+// advance polls the wheel at the current time, appending what is due (and,
+// with an observer, how late each is) and returning how long to wait before
+// the next poll: math.MaxInt64 for "until woken". ok is false once the wheel
+// is stopped.
+func (tw *TimingWheel) advance(due []*Timer, late []time.Duration) ([]*Timer, []time.Duration, time.Duration, bool) {
+	tw.mu.Lock()
+	defer tw.mu.Unlock()
+	if tw.state == stopped {
+		return due, late, 0, false
+	}
+	// A token sent before this look is stale: the look sees its timer.
+	select {
+	case <-tw.wake:
+	default:
+	}
+	now := tw.now()
+	due = tw.w.poll(now, due)
+	if tw.observer != nil {
+		for _, t := range due {
+			late = append(late, max(now-time.Duration(t.exp), 0))
+		}
+	}
+	next, ok := tw.w.next()
+	if !ok {
+		tw.sleepUntil = math.MaxInt64
+		return due, late, math.MaxInt64, true
+	}
+	tw.sleepUntil = next
+	return due, late, max(next-now, 0), true
+}
+
+// hand tells the observer how late the due timers are and hands them to the
+// executor, outside the lock.
+func (tw *TimingWheel) hand(due []*Timer, late []time.Duration) {
+	if len(due) == 0 {
+		return
+	}
+	if len(late) > 0 {
+		tw.observe(late)
+	}
+	tw.fired.Add(int64(len(due)))
+	tw.inflight.add(len(due))
+	tw.exec.execute(due)
+}
+
+// AdvanceClock drives a wheel made [WithManualClock] from the caller's own
+// loop instead of a driver goroutine (Kafka's Timer.advanceClock). It waits up
+// to timeout for a timer to come due, runs every timer that is due through the
+// executor, and returns true; it returns false if nothing came due within
+// timeout or the wheel is stopped. A timeout of zero or less only looks.
+// Calling it on a running wheel is a misuse and panics.
+func (tw *TimingWheel) AdvanceClock(timeout time.Duration) bool {
+	tw.mustBeNew()
+	var deadline time.Duration
+	var sleep *time.Timer
+	for {
+		due, late, wait, ok := tw.advanceManual()
+		if !ok {
+			return false
+		}
+		if len(due) > 0 {
+			tw.hand(due, late)
+			return true
+		}
+		if deadline == 0 {
+			deadline = tw.now() + max(timeout, 0)
+		}
+		left := deadline - tw.now()
+		if left <= 0 {
+			return false
+		}
+		if sleep == nil {
+			sleep = time.NewTimer(min(wait, left))
+			defer sleep.Stop()
+		} else {
+			sleep.Reset(min(wait, left))
+		}
+		select {
+		case <-sleep.C:
+		case <-tw.wake:
+			sleep.Stop()
+		case <-tw.quit:
+			return false
+		}
+	}
+}
+
+func (tw *TimingWheel) advanceManual() ([]*Timer, []time.Duration, time.Duration, bool) {
+	tw.mu.Lock()
+	st := tw.state
+	tw.mu.Unlock()
+	if st == running {
+		panic("timingwheel: AdvanceClock called on a running TimingWheel; make it WithManualClock to drive it yourself")
+	}
+	return tw.advance(nil, nil)
+}
+
+// inflight counts the callbacks handed to the executor that have not yet
+// returned, so that Shutdown can wait for them without knowing which
+// goroutines run them.
+type inflight struct {
+	n    atomic.Int64
+	mu   sync.Mutex
+	zero chan struct{} // closed when n reaches 0, if someone waits
+}
+
+func (f *inflight) add(k int) { f.n.Add(int64(k)) }
+
+func (f *inflight) done() {
+	if f.n.Add(-1) != 0 {
+		return
+	}
+	f.mu.Lock()
+	if f.zero != nil && f.n.Load() == 0 {
+		close(f.zero)
+		f.zero = nil
+	}
+	f.mu.Unlock()
+}
+
+// wait returns nil once no callback is in flight, or ctx's error if ctx is
+// done first.
+func (f *inflight) wait(ctx context.Context) error {
+	f.mu.Lock()
+	if f.n.Load() == 0 {
+		f.mu.Unlock()
+		return nil
+	}
+	if f.zero == nil {
+		f.zero = make(chan struct{})
+	}
+	zero := f.zero
+	f.mu.Unlock()
+	select {
+	case <-zero:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
