@@ -1,6 +1,7 @@
 package timingwheel_test
 
 import (
+	"context"
 	"runtime"
 	"sync"
 	"testing"
@@ -180,4 +181,38 @@ func BenchmarkFloor(b *testing.B) {
 			mu.Unlock()
 		}
 	})
+}
+
+// BenchmarkContextTimeout: with a million request contexts live (deadline in
+// 30 minutes), each op creates one with a 30-second timeout and cancels it
+// before its deadline, as a request handler does: tw.WithTimeout against
+// context.WithTimeout.
+func BenchmarkContextTimeout(b *testing.B) {
+	for _, sys := range []string{"wheel", "stdlib"} {
+		b.Run("system="+sys, func(b *testing.B) {
+			withTimeout := context.WithTimeout
+			if sys == "wheel" {
+				tw, err := timingwheel.New()
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer tw.Stop()
+				withTimeout = tw.WithTimeout
+			}
+			cancels := make([]context.CancelFunc, parked)
+			for i := range cancels {
+				_, cancels[i] = withTimeout(context.Background(), 30*time.Minute)
+			}
+			defer func() {
+				for _, c := range cancels {
+					c()
+				}
+			}()
+			b.ReportAllocs()
+			for b.Loop() {
+				_, cancel := withTimeout(context.Background(), 30*time.Second)
+				cancel()
+			}
+		})
+	}
 }

@@ -44,6 +44,24 @@ func (tw *TimingWheel) AfterFunc(d time.Duration, f func()) *Timer {
 	return t
 }
 
+// NewTimer returns a Timer for f that is not armed: Reset arms it, as often as
+// needed. It lets a callback refer to its own Timer without a data race (the
+// variable is set before the timer can run), which a retry loop needs:
+//
+//	t := tw.NewTimer(attempt) // attempt may call t.Reset to retry
+//	t.Reset(0)
+//
+// A nil f is a misuse and panics.
+func (tw *TimingWheel) NewTimer(f func()) *Timer {
+	tw.mustBeNew()
+	if f == nil {
+		panic("timingwheel: NewTimer called with a nil func")
+	}
+	t := &Timer{tw: tw, f: f}
+	t.e.Value = t
+	return t
+}
+
 // Stop prevents the Timer from firing. It returns true if the call stops the
 // timer, false if the timer has already fired (or been handed to the executor),
 // been stopped, or was never scheduled. Stop does not wait for a callback that

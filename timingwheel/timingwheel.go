@@ -220,8 +220,10 @@ func (tw *TimingWheel) Stats() Stats {
 func (tw *TimingWheel) now() time.Duration { return time.Since(tw.start) }
 
 // expiration returns now+d in nanoseconds since start, saturating at MaxInt64.
-func (tw *TimingWheel) expiration(d time.Duration) int64 {
-	now := tw.now()
+func (tw *TimingWheel) expiration(d time.Duration) int64 { return tw.after(tw.now(), d) }
+
+// after returns now+d, saturating at MaxInt64.
+func (tw *TimingWheel) after(now, d time.Duration) int64 {
 	if d > math.MaxInt64-now {
 		return math.MaxInt64
 	}

@@ -51,6 +51,10 @@ type wheel struct {
 	nearHeap nearHeap
 	count    atomic.Int64 // entries in all buckets: the pending timers
 	readd    func(*entry) // w.cascade, bound once so that Flush does not allocate
+	// now and due are expire's: cascade hands a timer that is already due
+	// straight to due, without a round through near.
+	now time.Duration
+	due []*Timer
 }
 
 type level struct {
@@ -203,15 +207,25 @@ func (w *wheel) advanceClock(t int64) {
 }
 
 // expire advances the clock to b's expiration and flushes b: each entry moves
-// to a finer level or to near.
-func (w *wheel) expire(b *slot) {
+// to a finer level or to near, or is appended to due if its deadline is at or
+// before now. It returns due.
+func (w *wheel) expire(b *slot, now time.Duration, due []*Timer) []*Timer {
 	if exp := b.Expiration(); exp != bucket.NoExpiration {
 		w.advanceClock(exp)
 	}
+	w.now, w.due = now, due
 	b.Flush(w.readd)
+	due, w.due = w.due, nil
+	return due
 }
 
-func (w *wheel) cascade(e *entry) { w.add(e) }
+func (w *wheel) cascade(e *entry) {
+	if t := e.Value; t.exp <= int64(w.now) && w.tickOf(t.exp) <= w.levels[0].current {
+		w.due = append(w.due, t)
+		return
+	}
+	w.add(e)
+}
 
 // poll expires every bucket whose tick has begun at now, then appends to due
 // every timer in near whose deadline is at or before now, and returns due.
@@ -221,7 +235,7 @@ func (w *wheel) poll(now time.Duration, due []*Timer) []*Timer {
 		if !ok {
 			break
 		}
-		w.expire(b)
+		due = w.expire(b, now, due)
 	}
 	for len(w.nearHeap) > 0 && w.nearHeap[0].exp <= int64(now) {
 		n := w.nearHeap.pop()

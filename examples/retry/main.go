@@ -62,9 +62,9 @@ type retrier struct {
 func retry(ctx context.Context, tw *timingwheel.TimingWheel, call func(context.Context) error,
 	base, max time.Duration, done func(attempts int, err error)) {
 	r := &retrier{ctx: ctx, call: call, base: base, max: max, done: done}
-	// Arm far away first, so that r.timer is set before an attempt can read it;
+	// An unarmed timer: r.timer is set before any attempt can read it, and
 	// Reset(0) then runs the first attempt on the wheel's executor.
-	r.timer = tw.AfterFunc(time.Hour, r.attempt)
+	r.timer = tw.NewTimer(r.attempt)
 	context.AfterFunc(ctx, func() {
 		if r.timer.Stop() { // waiting for a retry: no attempt will run again
 			r.finish(ctx.Err())
@@ -106,11 +106,8 @@ func run(ctx context.Context, c config, out io.Writer) (result, error) {
 	if c.calls < 1 || c.failRate < 0 || c.failRate > 1 || c.base <= 0 || c.max < c.base || c.deadline <= 0 {
 		return result{}, errors.New("retry: need calls >= 1, 0 <= fail <= 1, 0 < base <= max, deadline > 0")
 	}
-	tw, err := timingwheel.New()
+	tw, err := timingwheel.New() // running: no Start needed
 	if err != nil {
-		return result{}, err
-	}
-	if err := tw.Start(); err != nil {
 		return result{}, err
 	}
 	defer tw.Stop()
