@@ -106,9 +106,6 @@ func run(ctx context.Context, c config, out io.Writer) (summary, error) {
 	if err != nil {
 		return summary{}, err
 	}
-	if err := tw.Start(); err != nil {
-		return summary{}, err
-	}
 	// Each name is given once; the collectors read it, and the observers'
 	// histograms are exported by their purgatory's or wheel's collector.
 	produces, err := purgatory.New[partition]("produce", purgatory.WithTimingWheel(tw),

@@ -35,9 +35,6 @@ func run(n int, maxDelay time.Duration, answered float64) error {
 	if err != nil {
 		return err
 	}
-	if err := tw.Start(); err != nil {
-		return err
-	}
 	defer tw.Stop()
 
 	var fired, early atomic.Int64

@@ -117,9 +117,6 @@ func run(c config, out io.Writer) (reconciliation, error) {
 	if err != nil {
 		return reconciliation{}, err
 	}
-	if err := tw.Start(); err != nil {
-		return reconciliation{}, err
-	}
 	defer tw.Stop()
 
 	scaled := func(d time.Duration) time.Duration { return time.Duration(float64(d) / c.scale) }
