@@ -183,6 +183,10 @@ func (p *Purgatory[K]) CheckAndComplete(key K) int {
 		bp = new([]*Op)
 	}
 	w := walk{ops: p.watchers.snapshot(key, (*bp)[:0])}
+	if len(w.ops) == 0 {
+		p.bufs.Put(bp)
+		return 0
+	}
 	// Each try's first read of an operation is a cache miss. A try is long
 	// enough that the CPU never has two of those in flight, so touch them all
 	// first, in a loop short enough to overlap every miss: the tries then hit
@@ -217,8 +221,8 @@ func (p *Purgatory[K]) CancelForKey(key K) []Operation {
 }
 
 // walk ends the operations of one key, one after another: by trying them
-// (outcome Pending) or with outcome. It moves the operations it ended to the
-// front of ops and counts them in won.
+// (outcome Pending) or with outcome. It counts the operations it ended in won
+// and, when it ends them with an outcome, moves them to the front of ops.
 type walk struct {
 	ops     []*Op
 	next    int
@@ -239,15 +243,16 @@ func (w *walk) run() {
 			w.holding = o
 			won := o.tryHeld(impl)
 			w.holding = nil
-			if !won {
-				continue
+			if won {
+				w.won++
+				o.complete(impl, Completed)
 			}
-			o.complete(impl, Completed)
-		} else if !o.end(w.outcome) {
 			continue
 		}
-		w.ops[w.won] = o
-		w.won++
+		if o.end(w.outcome) {
+			w.ops[w.won] = o // CancelForKey returns them
+			w.won++
+		}
 	}
 }
 
