@@ -64,7 +64,7 @@ func BenchmarkWheelSize(b *testing.B) {
 func drain(w *wheel) {
 	var due []*Timer
 	for {
-		next, ok := w.queue.Peek()
+		next, ok := w.next() // the next bucket's tick, or the next exact deadline
 		if !ok {
 			return
 		}
