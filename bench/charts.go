@@ -30,27 +30,8 @@ func drawCharts(dir string, res map[key][]result) error {
 }
 
 func chartW5(dir string, res map[key][]result) error {
-	lines := map[string]plotter.XYs{}
-	for k, rs := range res {
-		if k.workload != "W5" {
-			continue
-		}
-		var pts plotter.XYs
-		for i, q := range latenessQuantiles {
-			if at := values(rs, lagQuantileMetric(i)); len(at) > 0 && median(at) > 0 {
-				pts = append(pts, plotter.XY{X: median(at), Y: 100 * q})
-			}
-		}
-		slices.SortFunc(pts, func(a, b plotter.XY) int {
-			if a.Y < b.Y {
-				return -1
-			}
-			return 1
-		})
-		if len(pts) > 0 {
-			lines[k.system] = pts
-		}
-	}
+	// A log axis has no room for a zero lag.
+	lines := distribution(res, "W5", lagQuantileMetric, func(ms float64) bool { return ms > 0 })
 	if len(lines) == 0 {
 		return nil
 	}
@@ -105,25 +86,7 @@ func chartW2(dir string, res map[key][]result) error {
 }
 
 func chartW4(dir string, res map[key][]result) error {
-	lines := map[string]plotter.XYs{}
-	for k, rs := range res {
-		if k.workload != "W4" {
-			continue
-		}
-		var pts plotter.XYs
-		for i, q := range latenessQuantiles {
-			if at := values(rs, quantileMetric(i)); len(at) > 0 {
-				pts = append(pts, plotter.XY{X: median(at), Y: 100 * q})
-			}
-		}
-		slices.SortFunc(pts, func(a, b plotter.XY) int {
-			if a.Y < b.Y {
-				return -1
-			}
-			return 1
-		})
-		lines[k.system] = pts
-	}
+	lines := distribution(res, "W4", quantileMetric, func(float64) bool { return true })
 	if len(lines) == 0 {
 		return nil
 	}
@@ -147,6 +110,34 @@ func chartW4(dir string, res map[key][]result) error {
 	}
 	p.X.Min, p.X.Max = min(p.X.Min, -1), w4Zoom
 	return p.Save(8*vg.Inch, 5*vg.Inch, filepath.Join(dir, "w4_lateness.png"))
+}
+
+// distribution returns, per system, the median over runs of workload's value
+// at each of latenessQuantiles (metric names them), as (value, percent) points
+// in percent order, leaving out values keep rejects.
+func distribution(res map[key][]result, workload string, metric func(int) string, keep func(float64) bool) map[string]plotter.XYs {
+	lines := map[string]plotter.XYs{}
+	for k, rs := range res {
+		if k.workload != workload {
+			continue
+		}
+		var pts plotter.XYs
+		for i, q := range latenessQuantiles {
+			if at := values(rs, metric(i)); len(at) > 0 && keep(median(at)) {
+				pts = append(pts, plotter.XY{X: median(at), Y: 100 * q})
+			}
+		}
+		slices.SortFunc(pts, func(a, b plotter.XY) int {
+			if a.Y < b.Y {
+				return -1
+			}
+			return 1
+		})
+		if len(pts) > 0 {
+			lines[k.system] = pts
+		}
+	}
+	return lines
 }
 
 // w4Zoom is the right edge of the lateness chart, in ms: wide enough for the

@@ -1,9 +1,7 @@
 package purgatory_test
 
 import (
-	"bytes"
 	"fmt"
-	"log"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/purgatory-go/purgatory/internal/logcapture"
 	"github.com/purgatory-go/purgatory/purgatory"
 	"github.com/purgatory-go/purgatory/timingwheel"
 )
@@ -59,33 +58,6 @@ func recovered(f func()) (r any) {
 	defer func() { r = recover() }()
 	f()
 	return nil
-}
-
-// captureLog sends the standard logger's output to a buffer for the test.
-func captureLog(t *testing.T) *syncBuffer {
-	t.Helper()
-	var buf syncBuffer
-	out, flags := log.Writer(), log.Flags()
-	log.SetOutput(&buf)
-	t.Cleanup(func() { log.SetOutput(out); log.SetFlags(flags) })
-	return &buf
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // Case 1: TryComplete panics inside CheckAndComplete. The panic reaches the
@@ -217,7 +189,7 @@ func TestClosePanicsAreReportedAndTheSweepFinishes(t *testing.T) {
 // with its stack; a panicking handler is logged rather than crashing.
 func TestPanicsAreLoggedByDefault(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		logged := captureLog(t)
+		logged := logcapture.Capture(t)
 		p := newPurgatory(t)
 		op := newPanicky(time.Millisecond)
 		op.panicOnExpire = true
@@ -233,7 +205,7 @@ func TestPanicsAreLoggedByDefault(t *testing.T) {
 		require.Zero(t, p.TimingWheel().Stats().Panics, "reported by the purgatory, not again by the wheel")
 	})
 	synctest.Test(t, func(t *testing.T) {
-		logged := captureLog(t)
+		logged := logcapture.Capture(t)
 		p := newPurgatory(t, purgatory.WithPanicHandler(func(any) { panic("the handler panicked") }))
 		op := newPanicky(time.Hour)
 		op.panicOnComplete = true
@@ -269,7 +241,7 @@ func TestCallbackPanicsAfterTheOperationEnded(t *testing.T) {
 		expiring := newPanicky(time.Millisecond)
 		expiring.panicOnComplete = true
 		p.TryCompleteElseWatch(expiring, "k")
-		captureLog(t)
+		logcapture.Capture(t)
 		time.Sleep(time.Millisecond)
 		synctest.Wait()
 		require.EqualValues(t, 1, expiring.completed.Load())

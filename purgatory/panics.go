@@ -1,9 +1,6 @@
 package purgatory
 
-import (
-	"log"
-	"runtime/debug"
-)
+import "github.com/purgatory-go/purgatory/internal/recovery"
 
 // Where a panic in user code goes. On the caller's own goroutine
 // (TryCompleteElseWatch, CheckAndComplete, CancelForKey, ForceComplete) it
@@ -28,27 +25,8 @@ func (c *counters) closeRecovering(o *Op) {
 }
 
 // report runs inside the deferred recovery, so the stack still shows where
-// the callback panicked. A handler that panics itself is logged, not
-// propagated: it must not kill the goroutine that serves other operations.
+// the callback panicked.
 func (c *counters) report(where string, r any) {
 	c.panics.Add(1)
-	if h := c.onPanic; h != nil {
-		if handled(h, r) {
-			return
-		}
-		where += " (and the panic handler panicked too)"
-	}
-	log.Printf("purgatory: recovered a panic from %s: %v\n%s", where, r, debug.Stack())
-}
-
-// handled calls h(r) and reports whether it returned normally; a panic in h is
-// logged.
-func handled(h func(any), r any) (ok bool) {
-	defer func() {
-		if !ok {
-			log.Printf("purgatory: the panic handler panicked: %v\n%s", recover(), debug.Stack())
-		}
-	}()
-	h(r)
-	return true
+	recovery.Report("purgatory", where, r, c.onPanic)
 }

@@ -1,10 +1,7 @@
 package timingwheel_test
 
 import (
-	"bytes"
-	"log"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -12,41 +9,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/purgatory-go/purgatory/internal/logcapture"
 	"github.com/purgatory-go/purgatory/timingwheel"
 )
-
-// logTo sends the standard logger's output to a buffer for the test.
-func logTo(t *testing.T) *lockedBuffer {
-	t.Helper()
-	b := &lockedBuffer{}
-	out := log.Writer()
-	log.SetOutput(b)
-	t.Cleanup(func() { log.SetOutput(out) })
-	return b
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // With no handler, a panicking callback is logged once with its stack (as
 // net/http logs a handler's panic), counted, and the other timers still run.
 func TestPanicIsLoggedByDefault(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		logged := logTo(t)
+		logged := logcapture.Capture(t)
 		tw := start(t)
 		var ran atomic.Int32
 		tw.AfterFunc(time.Millisecond, func() { panic("callback failed") })
@@ -66,7 +37,7 @@ func TestPanicIsLoggedByDefault(t *testing.T) {
 // that runs the other timers.
 func TestPanickingHandlerAndObserver(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		logged := logTo(t)
+		logged := logcapture.Capture(t)
 		for _, exec := range []timingwheel.Executor{timingwheel.InlineExecutor(), timingwheel.PoolExecutor(1)} {
 			tw := start(t, timingwheel.WithExecutor(exec),
 				timingwheel.WithPanicHandler(func(any) { panic("handler failed") }),

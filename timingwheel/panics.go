@@ -1,9 +1,9 @@
 package timingwheel
 
 import (
-	"log"
-	"runtime/debug"
 	"time"
+
+	"github.com/purgatory-go/purgatory/internal/recovery"
 )
 
 // observe tells the observer each timer's lateness. A panicking observer is
@@ -25,34 +25,12 @@ func (tw *TimingWheel) run(t *Timer) {
 }
 
 // recoverPanic is deferred around user code. It counts a recovered panic and
-// passes it to the panic handler or, with none, logs it once with its stack
-// through the standard log package (net/http's convention for a handler's
-// panic). It runs inside the deferred recovery, so the stack shows where the
-// panic happened. A handler that panics itself is logged too, never allowed to
-// kill the goroutine that runs other timers.
+// reports it (internal/recovery: the panic handler, or the log with its
+// stack), from inside the deferred recovery so that the stack shows where the
+// panic happened.
 func (tw *TimingWheel) recoverPanic(where string) {
-	r := recover()
-	if r == nil {
-		return
+	if r := recover(); r != nil {
+		tw.panics.Add(1)
+		recovery.Report("timingwheel", where, r, tw.onPanic)
 	}
-	tw.panics.Add(1)
-	if h := tw.onPanic; h != nil {
-		if handled(h, r) {
-			return
-		}
-		where += " (and the panic handler panicked too)"
-	}
-	log.Printf("timingwheel: recovered a panic from %s: %v\n%s", where, r, debug.Stack())
-}
-
-// handled calls h(r) and reports whether it returned normally; a panic in h is
-// logged.
-func handled(h func(any), r any) (ok bool) {
-	defer func() {
-		if !ok {
-			log.Printf("timingwheel: the panic handler panicked: %v\n%s", recover(), debug.Stack())
-		}
-	}()
-	h(r)
-	return true
 }
