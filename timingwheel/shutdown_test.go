@@ -1,0 +1,109 @@
+package timingwheel_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/purgatory-go/purgatory/timingwheel"
+)
+
+// Stop does not wait for a running callback (as time.Timer.Stop); Shutdown
+// does, until its context is done; both hand back what was pending.
+func TestStopDoesNotWaitShutdownDoes(t *testing.T) {
+	executors(t, func(t *testing.T, exec timingwheel.Executor) {
+		synctest.Test(t, func(t *testing.T) {
+			tw, err := timingwheel.New(timingwheel.WithExecutor(exec))
+			require.NoError(t, err)
+			release := make(chan struct{})
+			var finished atomic.Bool
+			tw.AfterFunc(time.Millisecond, func() {
+				<-release
+				finished.Store(true)
+			})
+			tw.AfterFunc(time.Hour, func() {})
+			time.Sleep(time.Millisecond)
+			synctest.Wait() // the first callback is running, blocked
+
+			require.Len(t, tw.Stop(), 1, "Stop hands back the pending one")
+			require.False(t, finished.Load(), "and returns while the other still runs")
+			require.ErrorIs(t, tw.Err(), timingwheel.ErrStopped)
+
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			pending, err := tw.Shutdown(ctx)
+			require.ErrorIs(t, err, context.DeadlineExceeded, "the callback outlived ctx")
+			require.Empty(t, pending, "a second stop has nothing more to hand back")
+
+			close(release)
+			pending, err = tw.Shutdown(context.Background())
+			require.NoError(t, err)
+			require.Empty(t, pending)
+			require.True(t, finished.Load(), "Shutdown returned after the callback")
+		})
+	})
+}
+
+// Shutdown from inside a callback waits for that callback too, so it returns
+// only when its context is done; Stop from a callback is the way out.
+func TestShutdownFromCallback(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tw := start(t)
+		got := make(chan error, 1)
+		tw.AfterFunc(time.Millisecond, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_, err := tw.Shutdown(ctx)
+			got <- err
+		})
+		require.ErrorIs(t, <-got, context.DeadlineExceeded)
+	})
+}
+
+// A wheel made WithManualClock runs nothing until AdvanceClock, and Start
+// gives it a driver after all.
+func TestManualClockThenStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tw, err := timingwheel.New(timingwheel.WithManualClock())
+		require.NoError(t, err)
+		defer tw.Stop()
+		var ran atomic.Int32
+		tw.AfterFunc(time.Millisecond, func() { ran.Add(1) })
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		require.Zero(t, ran.Load(), "no driver: nothing runs by itself")
+		require.NoError(t, tw.Start())
+		synctest.Wait()
+		require.EqualValues(t, 1, ran.Load())
+		require.Panics(t, func() { tw.AdvanceClock(0) }, "a running wheel is the driver's")
+	})
+}
+
+// NewTimer gives a timer that a callback can re-arm through the variable that
+// holds it, with no data race (the race detector checks).
+func TestNewTimerRearmsItself(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tw := start(t)
+		var runs atomic.Int32
+		done := make(chan struct{})
+		var tm *timingwheel.Timer
+		tm = tw.NewTimer(func() {
+			if runs.Add(1) < 3 {
+				tm.Reset(10 * time.Millisecond)
+				return
+			}
+			close(done)
+		})
+		require.False(t, tm.Stop(), "an unarmed timer is not pending")
+		require.Zero(t, tw.Len())
+		begin := time.Now()
+		require.False(t, tm.Reset(0))
+		<-done
+		require.Equal(t, 20*time.Millisecond, time.Since(begin))
+		require.Panics(t, func() { tw.NewTimer(nil) })
+	})
+}
