@@ -189,9 +189,10 @@ func TestBadInput(t *testing.T) {
 			require.False(t, rec.Stop())
 			require.False(t, tm.Stop())
 			require.False(t, tm.Reset(time.Millisecond))
+			require.True(t, late.Rejected() && rec.Rejected() && tm.Rejected(), "each refused timer says so")
 			require.False(t, tw.AdvanceClock(time.Second))
 			require.Zero(t, tw.Len())
-			require.EqualValues(t, 2, tw.Stats().Rejected, "what was refused is counted, not dropped silently")
+			require.EqualValues(t, 3, tw.Stats().Rejected, "what was refused is counted, not dropped silently")
 			time.Sleep(time.Hour)
 			synctest.Wait()
 		}},

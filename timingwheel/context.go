@@ -2,6 +2,7 @@ package timingwheel
 
 import (
 	"context"
+	"reflect"
 	"sync"
 	"time"
 )
@@ -11,80 +12,136 @@ import (
 // it. WithTimeout and WithDeadline make one allocation that is both the
 // context and its Timer on the wheel, stopped in O(1) when the context is
 // cancelled first, as most are.
+//
+// The standard library's contract, and how it is kept without its internals:
+//   - Deadline is the time given, not the wheel's reading of it.
+//   - Err and context.Cause: the first of deadline, cancel and parent wins, and
+//     later ones change nothing. context.Cause asks Value for the nearest
+//     cancelCtx (by an unexported key); deadlineCtx answers that key itself,
+//     never with its parent's record, and holds a record of its own only when
+//     its cause differs from its Err (a parent's cause).
+//   - Children: a standard-library child of a deadlineCtx, or a deadlineCtx
+//     under another, registers through the AfterFunc method, which the
+//     context package looks for, instead of a goroutine that waits.
+//   - A stopped wheel hands the timer back to the context (Timer.keepsDeadline),
+//     which keeps its deadline on a runtime timer.
 
-// WithTimeout is context.WithTimeout with its timer on the wheel: see
-// WithDeadline.
+// WithTimeout is context.WithTimeout with its timer on the wheel: it returns
+// tw.WithDeadline(parent, time.Now().Add(d)).
 func (tw *TimingWheel) WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	tw.mustBeNew()
-	now := tw.now()
-	return tw.withExpiration(parent, now, tw.after(now, d))
+	return tw.WithDeadlineCause(parent, time.Now().Add(d), nil)
+}
+
+// WithTimeoutCause is context.WithTimeoutCause with its timer on the wheel: as
+// WithTimeout, but context.Cause reports cause once the deadline passes.
+func (tw *TimingWheel) WithTimeoutCause(parent context.Context, d time.Duration, cause error) (context.Context, context.CancelFunc) {
+	return tw.WithDeadlineCause(parent, time.Now().Add(d), cause)
 }
 
 // WithDeadline is context.WithDeadline with its timer on the wheel: the
 // returned context is done when deadline passes (Err returns
 // context.DeadlineExceeded), when the returned cancel function is called (Err
 // returns context.Canceled), or when parent is done (parent's Err), whichever
-// happens first; context.Cause reports as for the standard library's
-// contexts, and Deadline the earlier of deadline and parent's. Like
-// AfterFunc, the deadline is never early. Call cancel as soon as the work is
-// done: it stops the timer. On a stopped wheel the deadline never fires, but
-// cancel and the parent still end the context.
+// happens first; context.Cause, Deadline and Value report exactly as for the
+// standard library's contexts. If parent's deadline is earlier, it returns
+// context.WithCancel(parent), as the standard library does. Like AfterFunc,
+// the deadline is never early. Call cancel as soon as the work is done: it
+// stops the timer. Children of the context, the standard library's included,
+// cost no goroutine while they wait.
+//
+// The deadline holds whatever happens to the wheel: if the wheel is stopped
+// (or was already), the context keeps its deadline on a runtime timer.
 func (tw *TimingWheel) WithDeadline(parent context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
-	tw.mustBeNew()
-	return tw.withExpiration(parent, tw.now(), tw.at(deadline))
+	return tw.WithDeadlineCause(parent, deadline, nil)
 }
 
-// withExpiration makes the context for a deadline exp, given in ns since the
-// wheel's start as now is.
-func (tw *TimingWheel) withExpiration(parent context.Context, now time.Duration, exp int64) (context.Context, context.CancelFunc) {
+// WithDeadlineCause is context.WithDeadlineCause with its timer on the wheel:
+// as WithDeadline, but context.Cause reports cause once the deadline passes
+// (a nil cause means context.DeadlineExceeded).
+func (tw *TimingWheel) WithDeadlineCause(parent context.Context, deadline time.Time, cause error) (context.Context, context.CancelFunc) {
+	tw.mustBeNew()
 	if parent == nil {
 		panic("timingwheel: WithTimeout or WithDeadline called with a nil parent context")
 	}
-	deadline := tw.start.Add(time.Duration(exp))
-	if cur, ok := parent.Deadline(); ok && !cur.After(deadline) {
+	if cur, ok := parent.Deadline(); ok && cur.Before(deadline) {
 		return context.WithCancel(parent) // the parent's deadline comes first
 	}
-	c := &deadlineCtx{parent: parent, deadline: deadline}
-	c.timer.tw = tw
+	c := &deadlineCtx{parent: parent, deadline: deadline, cause: cause}
+	c.timer.tw, c.timer.f, c.timer.keepsDeadline = tw, c.expire, true
 	c.timer.e.Value = &c.timer
-	c.timer.f = c.expire
-	if parent.Done() != nil {
-		if err := parent.Err(); err != nil {
-			c.end(err)
-			return c, c.cancel
-		}
-		c.stopParent = context.AfterFunc(parent, func() { c.end(parent.Err()) })
-	}
-	if exp <= int64(now) { // already passed: done at once, as the standard library's
-		c.end(context.DeadlineExceeded)
+	c.timer.exp = tw.at(deadline)
+	if c.follow(parent) {
 		return c, c.cancel
 	}
-	c.timer.exp = exp
+	if time.Until(deadline) <= 0 { // already passed: done at once, as the standard library's
+		c.end(context.DeadlineExceeded, cause)
+		return c, c.cancel
+	}
 	tw.mu.Lock()
-	if tw.state != stopped {
+	stopped := tw.state == stopped
+	if !stopped {
 		tw.schedule(&c.timer)
-	} else {
-		tw.rejected.Add(1)
 	}
 	tw.mu.Unlock()
+	if stopped {
+		c.expire() // not due yet: onto a runtime timer
+	}
 	return c, c.cancel
 }
 
 // deadlineCtx is a context that ends at its deadline, by its cancel function
 // or with its parent. Its Timer is part of it: one allocation for both.
 type deadlineCtx struct {
+	timer      Timer
 	parent     context.Context
 	deadline   time.Time
-	timer      Timer
-	stopParent func() bool // detaches from parent; nil if parent is never done
+	cause    error // the deadline's cause; nil: DeadlineExceeded
 
-	mu   sync.Mutex
-	done chan struct{} // made on first Done, or closed at the end
-	err  error
+	mu         sync.Mutex           // guards the fields below
+	done       chan struct{}        // made on first Done, or closed at the end
+	err        error                // set once, at the end
+	record     any                  // a cancelled *context.cancelCtx holding the cause, if it differs from err
+	stopParent func() bool          // detaches from parent; nil if parent is never done
+	runtime    *time.Timer          // the deadline, once the wheel has stopped
+	after      map[*func()]struct{} // AfterFunc's functions, until the end
+}
+
+// follow ties c to parent, and ends c at once if parent is done. It reports
+// whether c has ended.
+func (c *deadlineCtx) follow(parent context.Context) bool {
+	if parent.Done() == nil {
+		return false // never done
+	}
+	if err := parent.Err(); err != nil {
+		c.end(err, context.Cause(parent))
+		return true
+	}
+	onParent := func() { c.end(parent.Err(), context.Cause(parent)) }
+	var stop func() bool
+	if a, ok := parent.(afterFuncer); ok {
+		stop = a.AfterFunc(onParent) // another deadlineCtx: no goroutine
+	} else {
+		stop = context.AfterFunc(parent, onParent)
+	}
+	c.mu.Lock()
+	ended := c.err != nil // the parent ended c meanwhile
+	if !ended {
+		c.stopParent = stop
+	}
+	c.mu.Unlock()
+	if ended {
+		stop()
+	}
+	return ended
+}
+
+// afterFuncer is the method the context package looks for on a parent, so that
+// a child need not wait for it in a goroutine of its own.
+type afterFuncer interface {
+	AfterFunc(f func()) (stop func() bool)
 }
 
 func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
-func (c *deadlineCtx) Value(key any) any           { return c.parent.Value(key) }
 
 func (c *deadlineCtx) Done() <-chan struct{} {
 	c.mu.Lock()
@@ -104,26 +161,114 @@ func (c *deadlineCtx) Err() error {
 	return c.err
 }
 
-func (c *deadlineCtx) expire() { c.end(context.DeadlineExceeded) }
-func (c *deadlineCtx) cancel() { c.end(context.Canceled) }
+// Value returns parent's value for key, except for the context package's own
+// key for context.Cause, which c answers itself (see the top of this file).
+func (c *deadlineCtx) Value(key any) any {
+	if isCauseKey(key) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.record
+	}
+	return c.parent.Value(key)
+}
 
-// end ends the context with err once; later calls do nothing. (context.Cause
-// then reports err, or the parent's cause if the parent ended it.)
-func (c *deadlineCtx) end(err error) {
+// causeKeyProbe answers Value with itself for the context package's cause key,
+// and nil for every other key: that is how isCauseKey recognises the key.
+var causeKeyProbe, _ = context.WithCancel(context.Background())
+
+func isCauseKey(key any) bool { return causeKeyProbe.Value(key) == causeKeyProbe }
+
+// AfterFunc arranges to call f once c is done, on the goroutine that ends c,
+// and returns a function that detaches f (true if that prevented the call). If
+// c is done already, f starts at once in its own goroutine. The context
+// package uses it for c's children, and context.AfterFunc(c, f) for its f, so
+// that neither waits in a goroutine of its own. f must not block.
+func (c *deadlineCtx) AfterFunc(f func()) (stop func() bool) {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		go f()
+		return func() bool { return false }
+	}
+	key := &f
+	if c.after == nil {
+		c.after = make(map[*func()]struct{})
+	}
+	c.after[key] = struct{}{}
+	c.mu.Unlock()
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		_, ok := c.after[key]
+		delete(c.after, key)
+		return ok
+	}
+}
+
+// expire is the timer's callback: it ends c at the deadline. Called before the
+// deadline, by a wheel that is stopping (or stopped), it moves the deadline to
+// a runtime timer instead.
+func (c *deadlineCtx) expire() {
+	if left := time.Duration(c.timer.exp) - c.timer.tw.now(); left > 0 {
+		c.mu.Lock()
+		if c.err == nil && c.runtime == nil {
+			c.runtime = time.AfterFunc(left, c.expire)
+		}
+		c.mu.Unlock()
+		return
+	}
+	c.end(context.DeadlineExceeded, c.cause)
+}
+
+func (c *deadlineCtx) cancel() { c.end(context.Canceled, nil) }
+
+// closedDone is the Done channel of contexts that ended before anyone asked.
+var closedDone = func() chan struct{} { ch := make(chan struct{}); close(ch); return ch }()
+
+// end ends the context with err and cause (nil: err) once; later calls do
+// nothing. It stops the timers, detaches from the parent and runs the
+// AfterFunc functions, with c.mu released.
+func (c *deadlineCtx) end(err, cause error) {
 	c.mu.Lock()
 	if c.err != nil {
 		c.mu.Unlock()
 		return
 	}
 	c.err = err
-	if c.done != nil {
+	if cause != nil && !same(cause, err) {
+		record, cancel := context.WithCancelCause(context.Background())
+		cancel(cause)
+		c.record = record
+	}
+	if c.done == nil {
+		c.done = closedDone
+	} else {
 		close(c.done)
 	}
+	after, rt, stopParent := c.after, c.runtime, c.stopParent
+	c.after, c.stopParent = nil, nil
 	c.mu.Unlock()
+
 	c.timer.Stop()
-	if c.stopParent != nil {
-		c.stopParent()
+	if rt != nil {
+		rt.Stop()
 	}
+	if stopParent != nil {
+		stopParent()
+	}
+	for f := range after {
+		(*f)()
+	}
+}
+
+// same reports whether a and b are the same error value, without the panic
+// that == raises for two values of one uncomparable type.
+func same(a, b error) bool {
+	t := reflect.TypeOf(a)
+	if t != reflect.TypeOf(b) || !t.Comparable() {
+		return false
+	}
+	return a == b
 }
 
 func (c *deadlineCtx) String() string { return "timingwheel.WithDeadline(" + c.deadline.String() + ")" }

@@ -1,10 +1,7 @@
 package timingwheel
 
 import (
-	"context"
 	"math"
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -89,7 +86,7 @@ func (tw *TimingWheel) hand(due []*Timer, late []time.Duration) {
 		tw.observe(late)
 	}
 	tw.fired.Add(int64(len(due)))
-	tw.inflight.add(len(due))
+	tw.inflight.Add(len(due))
 	tw.exec.execute(due)
 }
 
@@ -143,48 +140,4 @@ func (tw *TimingWheel) advanceManual() ([]*Timer, []time.Duration, time.Duration
 		panic("timingwheel: AdvanceClock called on a running TimingWheel; make it WithManualClock to drive it yourself")
 	}
 	return tw.advance(nil, nil)
-}
-
-// inflight counts the callbacks handed to the executor that have not yet
-// returned, so that Shutdown can wait for them without knowing which
-// goroutines run them.
-type inflight struct {
-	n    atomic.Int64
-	mu   sync.Mutex
-	zero chan struct{} // closed when n reaches 0, if someone waits
-}
-
-func (f *inflight) add(k int) { f.n.Add(int64(k)) }
-
-func (f *inflight) done() {
-	if f.n.Add(-1) != 0 {
-		return
-	}
-	f.mu.Lock()
-	if f.zero != nil && f.n.Load() == 0 {
-		close(f.zero)
-		f.zero = nil
-	}
-	f.mu.Unlock()
-}
-
-// wait returns nil once no callback is in flight, or ctx's error if ctx is
-// done first.
-func (f *inflight) wait(ctx context.Context) error {
-	f.mu.Lock()
-	if f.n.Load() == 0 {
-		f.mu.Unlock()
-		return nil
-	}
-	if f.zero == nil {
-		f.zero = make(chan struct{})
-	}
-	zero := f.zero
-	f.mu.Unlock()
-	select {
-	case <-zero:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

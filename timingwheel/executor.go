@@ -9,23 +9,37 @@ import (
 const DefaultMaxWorkers = 256
 
 // An Executor decides where the callbacks of due timers run. Make one with
-// [InlineExecutor] or [PoolExecutor] and pass it to [WithExecutor].
+// [InlineExecutor] or [PoolExecutor] and pass it to [WithExecutor]; the zero
+// Executor is not one.
 type Executor struct {
-	inline  bool
+	kind    executorKind
 	workers int
 }
 
+type executorKind uint8
+
+const (
+	unset executorKind = iota
+	inlineKind
+	poolKind
+)
+
 // InlineExecutor runs callbacks one after another on the driver goroutine (or on
 // the goroutine calling AdvanceClock). It is the fastest choice for short
-// callbacks, but a slow callback delays every timer behind it.
-func InlineExecutor() Executor { return Executor{inline: true} }
+// callbacks, but a slow callback delays every timer behind it, and a callback
+// that waits for another timer's callback waits forever.
+func InlineExecutor() Executor { return Executor{kind: inlineKind} }
 
 // PoolExecutor runs callbacks on up to maxWorkers goroutines that are started
 // when due timers arrive and exit when none are left, so an idle wheel holds
 // none. The driver only appends to the pool's queue, so a slow callback never
 // holds it up, and a burst of a million due timers starts at most maxWorkers
-// goroutines. It is the default, with [DefaultMaxWorkers].
-func PoolExecutor(maxWorkers int) Executor { return Executor{workers: maxWorkers} }
+// goroutines. While callbacks wait in the queue, the pool keeps one worker
+// that is not inside a callback, starting one if the bound allows: so a
+// callback that blocks (even on another timer's callback, due at the same
+// time) never holds up the others, until maxWorkers callbacks block at once.
+// It is the default, with [DefaultMaxWorkers].
+func PoolExecutor(maxWorkers int) Executor { return Executor{kind: poolKind, workers: maxWorkers} }
 
 // executor is what the TimingWheel drives: it hands over each batch of due
 // timers. (Shutdown waits for them through the wheel's inflight count, so the
@@ -43,15 +57,16 @@ func (x inline) execute(due []*Timer) {
 	}
 }
 
-// perWorker is how many queued callbacks justify starting one more worker: a
-// burst of n due timers starts about n/perWorker workers (at least one, at most
-// the maximum), which keeps goroutine start-up out of the per-callback cost while
-// letting new timers run beside a worker that is stuck in a slow callback.
-const perWorker = 64
-
 // maxIdleQueue is the largest queue capacity a drained pool keeps.
 const maxIdleQueue = 4096
 
+// pool is the default executor. Its rule: whenever the queue is not empty, a
+// spare worker (one not inside a callback: starting, or between two) exists,
+// unless max workers exist. A worker that takes a callback and leaves none
+// spare behind it starts one more before it runs the callback. So nothing
+// queued ever waits only for callbacks that are running, however long they
+// run, while the bound allows; and a burst of short callbacks, which workers
+// take faster than goroutines start, starts few workers.
 type pool struct {
 	run func(*Timer)
 	max int
@@ -59,7 +74,8 @@ type pool struct {
 	mu      sync.Mutex // guards everything below
 	queue   []*Timer
 	head    int // queue[head:] is waiting to run
-	workers int
+	workers int // started and not yet exited
+	spare   int // workers not inside a callback
 }
 
 func newPool(maxWorkers int, run func(*Timer)) *pool {
@@ -79,12 +95,22 @@ func (p *pool) execute(due []*Timer) {
 		p.queue, p.head = p.queue[:n], 0
 	}
 	p.queue = append(p.queue, due...)
-	start := min(p.max-p.workers, (len(due)+perWorker-1)/perWorker)
-	p.workers += start
+	start := p.needSpare()
 	p.mu.Unlock()
-	for range start {
+	if start {
 		go p.work()
 	}
+}
+
+// needSpare counts one more worker, to be started by the caller, if callbacks
+// are queued and no worker is spare to take them; the caller holds mu.
+func (p *pool) needSpare() bool {
+	if p.spare > 0 || p.workers == p.max || p.head == len(p.queue) {
+		return false
+	}
+	p.workers++
+	p.spare++
+	return true
 }
 
 func (p *pool) work() {
@@ -93,14 +119,21 @@ func (p *pool) work() {
 		t := p.queue[p.head]
 		p.queue[p.head] = nil
 		p.head++
+		p.spare--
+		start := p.needSpare()
 		p.mu.Unlock()
+		if start {
+			go p.work()
+		}
 		p.run(t)
 		p.mu.Lock()
+		p.spare++
 	}
 	p.queue, p.head = p.queue[:0], 0
 	if cap(p.queue) > maxIdleQueue {
 		p.queue = nil // let a burst's backing array go
 	}
 	p.workers--
+	p.spare--
 	p.mu.Unlock()
 }

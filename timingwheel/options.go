@@ -91,8 +91,10 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: tick %v is below the minimum %v", ErrInvalidOption, c.tick, MinTick)
 	case c.size < MinWheelSize || c.size > MaxWheelSize:
 		return fmt.Errorf("%w: wheel size %d is outside [%d, %d]", ErrInvalidOption, c.size, MinWheelSize, MaxWheelSize)
-	case !c.exec.inline && c.exec.workers < 1:
-		return fmt.Errorf("%w: pool executor needs at least 1 worker, got %d", ErrInvalidOption, c.exec.workers)
+	case c.exec.kind == unset:
+		return fmt.Errorf("%w: WithExecutor was given the zero Executor; make one with timingwheel.PoolExecutor(n) or timingwheel.InlineExecutor()", ErrInvalidOption)
+	case c.exec.kind == poolKind && c.exec.workers < 1:
+		return fmt.Errorf("%w: PoolExecutor(%d): a pool needs at least 1 worker", ErrInvalidOption, c.exec.workers)
 	}
 	return nil
 }

@@ -19,7 +19,7 @@ func (tw *TimingWheel) observe(late []time.Duration) {
 // run calls t's callback, recovering a panic so that it cannot kill the driver or
 // a worker and lose the timers behind it.
 func (tw *TimingWheel) run(t *Timer) {
-	defer tw.inflight.done()
+	defer tw.inflight.Done()
 	defer tw.recoverPanic("a timer's callback")
 	t.f()
 }

@@ -44,7 +44,7 @@ func (tw *TimingWheel) ScheduleFunc(s Scheduler, f func()) *Timer {
 	defer tw.mu.Unlock()
 	switch {
 	case tw.state == stopped:
-		tw.rejected.Add(1)
+		tw.reject(t)
 	case !first.IsZero():
 		t.exp = tw.at(first)
 		tw.schedule(t)

@@ -48,19 +48,27 @@ func TestStopDoesNotWaitShutdownDoes(t *testing.T) {
 	})
 }
 
-// Shutdown from inside a callback waits for that callback too, so it returns
-// only when its context is done; Stop from a callback is the way out.
+// Shutdown from inside a callback cannot wait for that callback: it stops the
+// wheel and returns ErrShutdownInCallback at once, on both executors, instead
+// of waiting until its context is done.
 func TestShutdownFromCallback(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		tw := start(t)
-		got := make(chan error, 1)
-		tw.AfterFunc(time.Millisecond, func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			_, err := tw.Shutdown(ctx)
-			got <- err
+	executors(t, func(t *testing.T, exec timingwheel.Executor) {
+		synctest.Test(t, func(t *testing.T) {
+			tw := start(t, timingwheel.WithExecutor(exec))
+			got := make(chan error, 1)
+			var pending []func()
+			begin := time.Now()
+			tw.AfterFunc(time.Millisecond, func() {
+				var err error
+				pending, err = tw.Shutdown(context.Background()) // would wait forever
+				got <- err
+			})
+			tw.AfterFunc(time.Hour, func() {})
+			require.ErrorIs(t, <-got, timingwheel.ErrShutdownInCallback)
+			require.Equal(t, time.Millisecond, time.Since(begin), "returned at once")
+			require.Len(t, pending, 1, "and stopped the wheel as Stop does")
+			require.ErrorIs(t, tw.Err(), timingwheel.ErrStopped)
 		})
-		require.ErrorIs(t, <-got, context.DeadlineExceeded)
 	})
 }
 

@@ -16,6 +16,12 @@ type Timer struct {
 	tw      *TimingWheel
 	f       func()
 	stopped bool // set by Stop, cleared by Reset: ends a recurring schedule; guarded by tw.mu
+	// rejected is set when the wheel refused the timer because it was
+	// stopped; guarded by tw.mu.
+	rejected bool
+	// keepsDeadline marks a context's timer: Stop calls f instead of handing
+	// it back, and f moves the deadline to a runtime timer. Immutable.
+	keepsDeadline bool
 }
 
 // AfterFunc schedules f to run in the wheel's executor once d has elapsed, and
@@ -23,8 +29,13 @@ type Timer struct {
 // on the monotonic clock from the call, and is not rounded to a tick: it runs
 // as soon as the driver wakes at its deadline, as time.AfterFunc's f does. A d
 // of zero or less runs f on the driver's next pass, never on the calling
-// goroutine. After the wheel is stopped the returned Timer never
-// runs and is counted in [Stats].Rejected. A nil f is a misuse and panics.
+// goroutine. A nil f is a misuse and panics.
+//
+// On a stopped wheel the returned Timer never runs: check [Timer.Rejected]
+// where work must not vanish during shutdown (a retry, say), or [TimingWheel.Err]
+// before scheduling. Each such timer is counted in [Stats].Rejected (the
+// metric timingwheel_rejected_timers_total), and the wheel's first one is
+// logged.
 func (tw *TimingWheel) AfterFunc(d time.Duration, f func()) *Timer {
 	tw.mustBeNew()
 	if f == nil {
@@ -35,17 +46,16 @@ func (tw *TimingWheel) AfterFunc(d time.Duration, f func()) *Timer {
 	t.exp = tw.expiration(d)
 	tw.mu.Lock()
 	if tw.state == stopped {
-		tw.mu.Unlock()
-		tw.rejected.Add(1)
-		return t
+		tw.reject(t)
+	} else {
+		tw.schedule(t)
 	}
-	tw.schedule(t)
 	tw.mu.Unlock()
 	return t
 }
 
-// NewTimer returns a Timer for f that is not armed: Reset arms it, as often as
-// needed. It lets a callback refer to its own Timer without a data race (the
+// NewTimer returns a Timer for f that is not armed, unlike time.NewTimer(d),
+// which starts at once: here Reset arms it, as often as needed. It lets a callback refer to its own Timer without a data race (the
 // variable is set before the timer can run), which a retry loop needs:
 //
 //	t := tw.NewTimer(attempt) // attempt may call t.Reset to retry
@@ -81,8 +91,9 @@ func (t *Timer) Stop() bool {
 
 // Reset re-arms the Timer to fire once d has elapsed from the call, as AfterFunc
 // would; a Timer that has fired or been stopped is scheduled again. It returns
-// true if the timer was pending, false if it had fired or been stopped. After
-// the wheel is stopped, Reset does nothing and returns false.
+// true if the timer was pending, false if it had fired or been stopped. On a
+// stopped wheel Reset does nothing, returns false and marks the timer
+// rejected (see [Timer.Rejected]).
 //
 // As with time.Timer, if the previous run's callback was already handed to the
 // executor, that run still happens: Reset does not wait for it or cancel it.
@@ -97,6 +108,7 @@ func (t *Timer) Reset(d time.Duration) bool {
 	tw.mu.Lock()
 	defer tw.mu.Unlock()
 	if tw.state == stopped {
+		tw.reject(t)
 		return false
 	}
 	pending := t.e.Bucket() != nil
@@ -104,4 +116,17 @@ func (t *Timer) Reset(d time.Duration) bool {
 	t.exp = exp
 	tw.schedule(t) // moves it out of its old bucket first
 	return pending
+}
+
+// Rejected reports whether the wheel refused the timer because it had been
+// stopped when AfterFunc, ScheduleFunc or the last Reset scheduled it: such a
+// timer never runs. A later Reset on a running wheel cannot happen (a stopped
+// wheel stays stopped), so a rejected timer stays rejected.
+func (t *Timer) Rejected() bool {
+	if t == nil || t.tw == nil {
+		return false
+	}
+	t.tw.mu.Lock()
+	defer t.tw.mu.Unlock()
+	return t.rejected
 }

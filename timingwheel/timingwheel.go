@@ -25,15 +25,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"math"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/purgatory-go/purgatory/internal/inflight"
 )
 
 // ErrStopped is returned by Start and Err on a TimingWheel that has been
 // stopped.
 var ErrStopped = errors.New("timingwheel: stopped")
+
+// ErrShutdownInCallback is returned by Shutdown when it is called from inside
+// a callback, which it cannot wait for: it has stopped the wheel as Stop does
+// and waited for nothing.
+var ErrShutdownInCallback = errors.New("timingwheel: Shutdown called from inside a callback, which cannot wait for itself; the wheel is stopped but nothing was waited for (call Stop there, and Shutdown from outside)")
 
 type state int
 
@@ -63,7 +71,8 @@ type TimingWheel struct {
 	wake       chan struct{} // capacity 1: a token means "look again"
 	quit       chan struct{} // closed by Stop
 	done       chan struct{} // closed when the driver exits; nil if none was started
-	inflight   inflight      // callbacks handed to the executor and not yet returned
+	afterStop  map[*func()]struct{} // AfterStop's functions, until Stop starts them; guarded by mu
+	inflight   inflight.Counter     // callbacks and AfterStop functions started and not yet returned
 
 	onPanic  func(recovered any)
 	observer Observer
@@ -71,6 +80,7 @@ type TimingWheel struct {
 	fired    atomic.Int64
 	panics   atomic.Int64
 	rejected atomic.Int64
+	warned   atomic.Bool // the first rejected timer has been logged
 }
 
 // New returns a running TimingWheel: its driver goroutine runs timers as they
@@ -97,7 +107,7 @@ func New(opts ...Option) (*TimingWheel, error) {
 		wake:       make(chan struct{}, 1),
 		quit:       make(chan struct{}),
 	}
-	if c.exec.inline {
+	if c.exec.kind == inlineKind {
 		tw.exec = inline{run: tw.run}
 	} else {
 		tw.exec = newPool(c.exec.workers, tw.run)
@@ -146,31 +156,97 @@ func (tw *TimingWheel) Err() error {
 // handed to the executor: use Shutdown for that. Stop may be called from a
 // callback. Later calls return nil.
 //
-// After Stop, AfterFunc and ScheduleFunc return timers that never run (counted
-// in Stats.Rejected), Reset returns false and does nothing, Start and Err
-// return [ErrStopped], and the driver goroutine exits.
+// After Stop, AfterFunc, ScheduleFunc and Reset refuse their timers visibly
+// (see [Timer.Rejected]), Start and Err return [ErrStopped], and the driver
+// goroutine exits. The functions given to AfterStop start, each in its own
+// goroutine. Contexts made by WithTimeout and WithDeadline are not handed
+// back: they keep their deadlines on runtime timers.
 func (tw *TimingWheel) Stop() (pending []func()) {
 	tw.mustBeNew()
+	var keep []*Timer
 	tw.mu.Lock()
-	defer tw.mu.Unlock()
 	if tw.state == stopped {
+		tw.mu.Unlock()
 		return nil
 	}
 	tw.state = stopped
 	close(tw.quit)
-	tw.w.drain(func(e *entry) { pending = append(pending, e.Value.f) })
+	tw.w.drain(func(e *entry) {
+		if t := e.Value; t.keepsDeadline {
+			keep = append(keep, t)
+		} else {
+			pending = append(pending, t.f)
+		}
+	})
+	hooks := tw.afterStop
+	tw.afterStop = nil
+	tw.inflight.Add(len(hooks))
+	tw.mu.Unlock()
+	for _, t := range keep {
+		t.f() // a context's expire: it moves the deadline to a runtime timer
+	}
+	for f := range hooks {
+		go tw.runAfterStop(*f)
+	}
 	return pending
 }
 
+// AfterStop arranges to call f in its own goroutine once the wheel is
+// stopped, by Stop or Shutdown; if it is stopped already, f starts at once.
+// Shutdown waits for f to return, as for a callback. Calling the returned stop
+// detaches f: it returns true if that prevented f from starting, and false if
+// f has started (or the wheel is stopped). This is how a purgatory learns that
+// its wheel stopped under it (it closes itself), in the shape of
+// context.AfterFunc. A nil f is a misuse and panics.
+func (tw *TimingWheel) AfterStop(f func()) (stop func() bool) {
+	tw.mustBeNew()
+	if f == nil {
+		panic("timingwheel: AfterStop called with a nil func")
+	}
+	key := &f
+	tw.mu.Lock()
+	if tw.state == stopped {
+		tw.inflight.Add(1)
+		tw.mu.Unlock()
+		go tw.runAfterStop(f)
+		return func() bool { return false }
+	}
+	if tw.afterStop == nil {
+		tw.afterStop = make(map[*func()]struct{})
+	}
+	tw.afterStop[key] = struct{}{}
+	tw.mu.Unlock()
+	return func() bool {
+		tw.mu.Lock()
+		defer tw.mu.Unlock()
+		_, ok := tw.afterStop[key]
+		delete(tw.afterStop, key)
+		return ok
+	}
+}
+
+func (tw *TimingWheel) runAfterStop(f func()) {
+	defer tw.inflight.Done()
+	defer tw.recoverPanic("an AfterStop function")
+	f()
+}
+
 // Shutdown stops the wheel as Stop does and then waits, until ctx is done,
-// for the callbacks already handed to the executor to return and for the
-// driver goroutine to exit (http.Server.Shutdown's convention). It returns the
-// pending callbacks, as Stop, and ctx's error if ctx was done first. Called
-// from a callback, Shutdown waits for that callback too, so it returns only
-// when ctx is done: call Stop there. Later calls hand back nothing but wait
-// the same way.
+// for the callbacks already handed to the executor and the AfterStop
+// functions to return and for the driver goroutine to exit
+// (http.Server.Shutdown's convention). It returns the pending callbacks, as
+// Stop, and ctx's error if ctx was done first. Later calls hand back nothing
+// but wait the same way.
+//
+// Do not call Shutdown from a callback of a wheel: it would wait for itself.
+// Called from one (of this wheel or another, as the call stack tells), it
+// stops the wheel as Stop does, waits for nothing, and returns
+// [ErrShutdownInCallback]. Call Stop there.
 func (tw *TimingWheel) Shutdown(ctx context.Context) (pending []func(), err error) {
 	pending = tw.Stop()
+	if inCallback.OnStack() {
+		return pending, ErrShutdownInCallback
+	}
 	if tw.done != nil {
 		select {
 		case <-tw.done:
@@ -178,8 +254,12 @@ func (tw *TimingWheel) Shutdown(ctx context.Context) (pending []func(), err erro
 			return pending, ctx.Err()
 		}
 	}
-	return pending, tw.inflight.wait(ctx)
+	return pending, tw.inflight.Wait(ctx)
 }
+
+// inCallback names the frames that every callback and AfterStop function
+// runs under, on every executor.
+var inCallback = inflight.FramesOf((*TimingWheel).run, (*TimingWheel).runAfterStop)
 
 // Observer returns the Observer given with WithObserver, or nil.
 func (tw *TimingWheel) Observer() Observer { return tw.observer }
@@ -228,6 +308,19 @@ func (tw *TimingWheel) after(now, d time.Duration) int64 {
 		return math.MaxInt64
 	}
 	return int64(now + d)
+}
+
+// reject counts a timer refused because the wheel is stopped, marks it so
+// that Timer.Rejected tells, and logs the first one of the wheel, so that a
+// retry scheduled during shutdown never vanishes without a trace. The caller
+// holds mu.
+func (tw *TimingWheel) reject(t *Timer) {
+	t.rejected = true
+	tw.rejected.Add(1)
+	if !tw.warned.Swap(true) {
+		log.Print("timingwheel: a timer was scheduled on a stopped wheel and will never run; " +
+			"Timer.Rejected tells which, Stats.Rejected and timingwheel_rejected_timers_total count them (logged once per wheel)")
+	}
 }
 
 // schedule puts t in the wheel, and wakes whoever waits on the wheel if t is

@@ -280,10 +280,13 @@ func TestAfterStop(t *testing.T) {
 		require.False(t, pendingTimer.Stop(), "a handed-back timer is no longer pending")
 
 		late := tw.AfterFunc(time.Millisecond, func() { ran.Add(100) })
+		require.True(t, late.Rejected(), "the returned timer says it will never run")
 		require.False(t, late.Stop())
 		require.False(t, late.Reset(time.Millisecond))
+		require.False(t, pendingTimer.Rejected(), "scheduled before Stop, handed back by it")
 		require.False(t, pendingTimer.Reset(time.Millisecond))
-		require.EqualValues(t, 1, tw.Stats().Rejected)
+		require.True(t, pendingTimer.Rejected(), "Reset on a stopped wheel is refused visibly too")
+		require.EqualValues(t, 3, tw.Stats().Rejected, "AfterFunc and two Resets")
 		require.ErrorIs(t, tw.Start(), timingwheel.ErrStopped)
 		require.False(t, tw.AdvanceClock(time.Second))
 
