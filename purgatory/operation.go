@@ -2,7 +2,9 @@ package purgatory
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +33,12 @@ type Operation interface {
 	// (Op.Outcome tells which), on the goroutine that ended it, with no
 	// library lock held. It does not run for an operation cancelled by
 	// CancelForKey.
+	//
+	// OnComplete must not block: it runs inside the call that ended the
+	// operation (CheckAndComplete, TryCompleteElseWatch, ForceComplete,
+	// Close) or on a timing-wheel worker, which waits for it. Answer through
+	// a channel with room for the answer (make(chan T, 1)), or hand slow
+	// work to a goroutine of your own.
 	OnComplete()
 	// OnExpiration runs after OnComplete when the timeout ended the
 	// operation (Outcome Expired), even if OnComplete panicked. It does not
@@ -246,11 +254,15 @@ func (o *Op) withdraw() {
 // goroutines the library owns, so a panic in the user's callbacks is recovered
 // and reported there (the operation has ended all the same).
 func (o *Op) expire() {
+	o.stats.inflight.Add(1)
+	defer o.stats.inflight.Done()
 	defer o.stats.recoverPanic("an expired operation's OnComplete or OnExpiration")
 	o.end(Expired)
 }
 
 func (o *Op) contextDone() {
+	o.stats.inflight.Add(1)
+	defer o.stats.inflight.Done()
 	defer o.stats.recoverPanic("OnComplete of an operation whose context was done")
 	o.end(ContextDone)
 }
@@ -284,7 +296,7 @@ func (o *Op) bind(impl Operation, stats *counters) bool {
 }
 
 // checkTimeout panics if the operation has no way to end by itself.
-func (o *Op) checkTimeout() {
+func (o *Op) checkTimeout(impl Operation) {
 	if o.Timeout != 0 {
 		return
 	}
@@ -293,7 +305,24 @@ func (o *Op) checkTimeout() {
 			return
 		}
 	}
-	panic("purgatory: Op.Timeout is zero; set a positive Timeout, purgatory.NoTimeout to wait without one, or a Context with a deadline")
+	panic("purgatory: Op.Timeout is zero; set a positive Timeout, purgatory.NoTimeout to wait without one, or a Context with a deadline" + hidden(impl))
+}
+
+// hidden names the fields of impl's own that hide Op's Timeout and Context, so
+// that someone who set their own field learns why the purgatory saw none.
+// It runs only on the way to a panic.
+func hidden(impl Operation) (msg string) {
+	t := reflect.TypeOf(impl)
+	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return ""
+	}
+	st := t.Elem()
+	for _, name := range []string{"Timeout", "Context"} {
+		if f, ok := st.FieldByName(name); ok && len(f.Index) == 1 && !f.Anonymous {
+			msg += fmt.Sprintf("; %v has a field %s of its own, which hides the embedded purgatory.Op's: set op.Op.%s (or rename yours)", t, name, name)
+		}
+	}
+	return msg
 }
 
 // arm starts the operation's timeout and ties it to its context.

@@ -1,6 +1,8 @@
 package purgatory
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -8,29 +10,46 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/purgatory-go/purgatory/internal/inflight"
 	"github.com/purgatory-go/purgatory/timingwheel"
 )
+
+// ErrShutdownInCallback is returned by Shutdown when it is called from inside
+// a callback that it would have to wait for: it has closed the purgatory as
+// Close does and waited for nothing.
+var ErrShutdownInCallback = errors.New("purgatory: Shutdown called from inside an operation's callback, which cannot wait for itself; the purgatory is closed but nothing was waited for (call Close there, and Shutdown from outside)")
 
 // Purgatory holds operations until they complete or expire (Kafka's
 // DelayedOperationPurgatory). It must be created with [New]. All its methods
 // are safe for concurrent use, also from inside the operations' callbacks
 // (see the package documentation, "Re-entrancy").
 type Purgatory[K comparable] struct {
-	name      string
-	tw        *timingwheel.TimingWheel
-	ownsWheel bool
-	watchers  shards[K]
-	stats     counters
-	closed    atomic.Bool
-	bufs      sync.Pool // *[]*Op for CheckAndComplete's snapshots
+	name        string
+	tw          *timingwheel.TimingWheel
+	ownsWheel   bool
+	detachWheel func() bool // stops the wheel's AfterStop from closing p
+	watchers    shards[K]
+	stats       counters
+	closed      atomic.Bool
+	bufs        sync.Pool // *[]*Op for CheckAndComplete's snapshots
 }
 
 // New returns a Purgatory named name: the metrics package labels its series
-// with it, so it is given once, here. With no [WithTimingWheel] option it
-// creates a timing wheel of its own, which Close stops. It returns an error wrapping [ErrInvalidOption] if an option is
-// invalid, and one wrapping [timingwheel.ErrStopped] if the wheel given with
-// WithTimingWheel has been stopped.
+// with it, so it is given once, here, and must not be empty; names must be
+// unique among the purgatories whose collectors share a Prometheus registry.
+// With no [WithTimingWheel] option it creates a timing wheel of its own, which
+// Close stops. It returns an error wrapping [ErrInvalidOption] if the name is
+// empty or an option is invalid, and one wrapping [timingwheel.ErrStopped] if
+// the wheel given with WithTimingWheel has been stopped.
+//
+// If the wheel stops before the purgatory is closed (a shared wheel stopped
+// first, in whatever order a service shuts down), the purgatory closes itself:
+// its operations end with Outcome Closed, as if Close had been called, since
+// no timeout could end them any more.
 func New[K comparable](name string, opts ...Option) (*Purgatory[K], error) {
+	if name == "" {
+		return nil, fmt.Errorf("%w: empty name; name each purgatory (it labels its metrics, and must be unique per registry)", ErrInvalidOption)
+	}
 	c := config{shards: DefaultShards}
 	for i, o := range opts {
 		if o == nil {
@@ -59,6 +78,7 @@ func New[K comparable](name string, opts ...Option) (*Purgatory[K], error) {
 	if err := p.tw.Err(); err != nil {
 		return nil, fmt.Errorf("purgatory: the wheel given with WithTimingWheel has been stopped; its timeouts would never run: %w", err)
 	}
+	p.detachWheel = p.tw.AfterStop(p.Close)
 	return p, nil
 }
 
@@ -106,7 +126,7 @@ func (p *Purgatory[K]) TryCompleteElseWatch(op Operation, keys ...K) bool {
 	if len(keys) == 0 {
 		panic("purgatory: TryCompleteElseWatch called with no keys; an operation must be watched under at least one")
 	}
-	o.checkTimeout()
+	o.checkTimeout(op)
 	p.watchers.checkKeys(keys)
 	if !o.added.CompareAndSwap(false, true) {
 		panic("purgatory: operation passed to TryCompleteElseWatch twice; use a new operation")
@@ -175,6 +195,7 @@ func (p *Purgatory[K]) TryCompleteElseWatch(op Operation, keys ...K) bool {
 // timeout running; one whose OnComplete panicked has ended and is counted.
 func (p *Purgatory[K]) CheckAndComplete(key K) int {
 	p.mustBeNew()
+	p.watchers.checkKey(key)
 	if p.closed.Load() {
 		return 0
 	}
@@ -210,6 +231,7 @@ func (p *Purgatory[K]) CheckAndComplete(key K) int {
 // operations are still cancelled before the panic continues.
 func (p *Purgatory[K]) CancelForKey(key K) []Operation {
 	p.mustBeNew()
+	p.watchers.checkKey(key)
 	w := walk{ops: p.watchers.take(key), outcome: Cancelled}
 	defer w.finish()
 	w.run()
@@ -295,11 +317,18 @@ func (p *Purgatory[K]) Stats() Stats { return p.stats.snapshot() }
 // its wheel. Close is idempotent: later calls return at once. Afterwards
 // TryCompleteElseWatch ends its operation at once, CheckAndComplete returns 0
 // and CancelForKey still cancels.
+//
+// Close does not wait for callbacks that a timeout or a context started just
+// before it (they find their operations ended, or end them themselves): use
+// Shutdown for that. In an http.Server with long polls parked here, register
+// Close with srv.RegisterOnShutdown before calling srv.Shutdown: Shutdown
+// waits for the handlers, and the handlers wait for their operations.
 func (p *Purgatory[K]) Close() {
 	p.mustBeNew()
 	if p.closed.Swap(true) {
 		return
 	}
+	p.detachWheel()
 	p.watchers.each(func(ops []*Op) {
 		for _, o := range ops {
 			p.stats.closeRecovering(o)
@@ -309,3 +338,33 @@ func (p *Purgatory[K]) Close() {
 		p.tw.Stop()
 	}
 }
+
+// Shutdown closes the purgatory as Close does, then waits, until ctx is done,
+// for the callbacks that its timeouts and contexts had started (OnComplete,
+// OnExpiration) to return and, if the purgatory made its own wheel, for that
+// wheel's Shutdown (http.Server.Shutdown's convention). It returns ctx's error
+// if ctx was done first. Later calls wait the same way.
+//
+// Do not call Shutdown from an operation's callback: it would wait for
+// itself. Called from one that it counts (OnComplete or OnExpiration run by a
+// timeout or a context), it closes the purgatory, waits for nothing, and
+// returns [ErrShutdownInCallback]. Call Close there.
+func (p *Purgatory[K]) Shutdown(ctx context.Context) error {
+	p.Close()
+	if inCallback.OnStack() {
+		return ErrShutdownInCallback
+	}
+	if err := p.stats.inflight.Wait(ctx); err != nil {
+		return err
+	}
+	if p.ownsWheel {
+		if _, err := p.tw.Shutdown(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// inCallback names the frames under which the callbacks that Shutdown waits
+// for run.
+var inCallback = inflight.FramesOf((*Op).expire, (*Op).contextDone)

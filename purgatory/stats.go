@@ -3,6 +3,8 @@ package purgatory
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/purgatory-go/purgatory/internal/inflight"
 )
 
 // Stats is a snapshot of a purgatory's counters. Every operation added is
@@ -51,6 +53,7 @@ type counters struct {
 	watched, delayed, added atomic.Int64
 	ended                   [Closed + 1]atomic.Int64 // by Outcome; Pending's stays 0
 	panics                  atomic.Int64
+	inflight                inflight.Counter // expiry and context callbacks running, for Shutdown
 
 	observer Observer            // nil: no clock is read per operation
 	epoch    time.Time           // Op.start is measured from here

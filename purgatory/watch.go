@@ -100,18 +100,26 @@ func mayPanicToHash(t reflect.Type) bool {
 }
 
 // checkKeys panics with a message that names the key if one cannot be hashed,
-// before TryCompleteElseWatch changes anything. It costs nothing for key types
-// that cannot hold an interface.
+// before anything changes; every method that takes keys calls it, so the
+// mistake reads the same everywhere. It costs nothing for key types that
+// cannot hold an interface.
 func (s *shards[K]) checkKeys(keys []K) {
 	if !s.mayPanic {
 		return
 	}
 	for _, key := range keys {
-		s.checkKey(key)
+		s.hashes(key)
 	}
 }
 
+// checkKey is checkKeys for one key.
 func (s *shards[K]) checkKey(key K) {
+	if s.mayPanic {
+		s.hashes(key)
+	}
+}
+
+func (s *shards[K]) hashes(key K) {
 	defer func() {
 		if r := recover(); r != nil {
 			panic(fmt.Sprintf("purgatory: key %#v cannot be used: %v; use keys whose dynamic types are comparable (not slices, maps or funcs)", key, r))
