@@ -20,10 +20,11 @@ func (r *request) TryComplete() bool { return r.answered }
 func (r *request) OnComplete()       {}
 func (r *request) OnExpiration()     {}
 
-// The purgatory's name is given once, to New; its collector reads it and
-// exports the observer's histogram too.
+// The purgatory's name is given once, to New; its collector reads it, and
+// exports the histogram of the observer it is handed.
 func Example() {
-	p, err := purgatory.New[string]("produce", purgatory.WithObserver(metrics.NewPurgatoryObserver(nil)))
+	durations := metrics.NewPurgatoryObserver(nil)
+	p, err := purgatory.New[string]("produce", purgatory.WithObserver(durations))
 	if err != nil {
 		panic(err)
 	}
@@ -31,7 +32,7 @@ func Example() {
 
 	reg := prometheus.NewRegistry() // the caller's registry, never the global one
 	reg.MustRegister(
-		metrics.NewPurgatoryCollector(p),
+		metrics.NewPurgatoryCollector(p, metrics.WithDurationHistogram(durations)),
 		metrics.NewTimingWheelCollector(p.TimingWheel(), "produce"),
 	)
 

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/purgatory-go/purgatory/internal/logcapture"
 	"github.com/purgatory-go/purgatory/metrics"
 	"github.com/purgatory-go/purgatory/purgatory"
 	"github.com/purgatory-go/purgatory/timingwheel"
@@ -66,7 +67,7 @@ func TestPurgatoryCollector(t *testing.T) {
 		require.NoError(t, err)
 		drive(t, p)
 
-		c := metrics.NewPurgatoryCollector(p) // labelled with the name given to New, and with obs's histogram
+		c := metrics.NewPurgatoryCollector(p, metrics.WithDurationHistogram(obs)) // labelled with the name given to New
 		require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(`
 # HELP purgatory_delayed_operations Operations added and not yet ended (Kafka's NumDelayedOperations).
 # TYPE purgatory_delayed_operations gauge
@@ -159,7 +160,7 @@ func TestTimingWheelCollector(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 		synctest.Wait()
 
-		c := metrics.NewTimingWheelCollector(tw, "main")
+		c := metrics.NewTimingWheelCollector(tw, "main", metrics.WithLatenessHistogram(obs))
 		require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(`
 # HELP timingwheel_callback_panics_total Panics recovered from timer callbacks.
 # TYPE timingwheel_callback_panics_total counter
@@ -206,8 +207,8 @@ func TestLint(t *testing.T) {
 		obs.OperationEnded(purgatory.Completed, time.Millisecond)
 		wobs.TimerFired(time.Millisecond)
 		for _, c := range []prometheus.Collector{
-			metrics.NewPurgatoryCollector(p),
-			metrics.NewTimingWheelCollector(tw, "lint"),
+			metrics.NewPurgatoryCollector(p, metrics.WithDurationHistogram(obs)),
+			metrics.NewTimingWheelCollector(tw, "lint", metrics.WithLatenessHistogram(wobs)),
 		} {
 			problems, err := testutil.CollectAndLint(c)
 			require.NoError(t, err)
@@ -241,6 +242,78 @@ func TestTwoPurgatoriesOnOneRegistry(t *testing.T) {
 // newPurgatoryStats is a second purgatory named "produce".
 type newPurgatoryStats struct{}
 
-func (newPurgatoryStats) Stats() purgatory.Stats       { return purgatory.Stats{} }
-func (newPurgatoryStats) Name() string                 { return "produce" }
-func (newPurgatoryStats) Observer() purgatory.Observer { return nil }
+func (newPurgatoryStats) Stats() purgatory.Stats { return purgatory.Stats{} }
+func (newPurgatoryStats) Name() string           { return "produce" }
+
+// fanOut is a user's observer that feeds two others.
+type fanOut []purgatory.Observer
+
+func (f fanOut) OperationEnded(o purgatory.Outcome, d time.Duration) {
+	for _, obs := range f {
+		obs.OperationEnded(o, d)
+	}
+}
+
+// A histogram behind an observer of the user's own (fanning out to it) is
+// exported all the same, because the collector is told what to export; the
+// panics recovered on the library's goroutines are exported too.
+func TestExplicitHistogramAndPanics(t *testing.T) {
+	log := logcapture.Capture(t)
+	synctest.Test(t, func(t *testing.T) {
+		obs := metrics.NewPurgatoryObserver([]float64{1})
+		var seen atomic.Int32
+		p, err := purgatory.New[string]("wrapped", purgatory.WithObserver(fanOut{obs, counting{&seen}}))
+		require.NoError(t, err)
+		defer p.Close()
+		p.TryCompleteElseWatch(&panicky{op: *newOp(time.Millisecond)}, "k")
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		require.EqualValues(t, 1, seen.Load())
+
+		c := metrics.NewPurgatoryCollector(p, metrics.WithDurationHistogram(obs))
+		require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(`
+# HELP purgatory_callback_panics_total Panics recovered from operations' callbacks on the library's goroutines (timeouts, contexts, Close).
+# TYPE purgatory_callback_panics_total counter
+purgatory_callback_panics_total{purgatory="wrapped"} 1
+# HELP purgatory_operation_duration_seconds Time operations spent in the purgatory, from TryCompleteElseWatch to their end, by outcome.
+# TYPE purgatory_operation_duration_seconds histogram
+purgatory_operation_duration_seconds_bucket{outcome="cancelled",purgatory="wrapped",le="1"} 0
+purgatory_operation_duration_seconds_bucket{outcome="cancelled",purgatory="wrapped",le="+Inf"} 0
+purgatory_operation_duration_seconds_sum{outcome="cancelled",purgatory="wrapped"} 0
+purgatory_operation_duration_seconds_count{outcome="cancelled",purgatory="wrapped"} 0
+purgatory_operation_duration_seconds_bucket{outcome="closed",purgatory="wrapped",le="1"} 0
+purgatory_operation_duration_seconds_bucket{outcome="closed",purgatory="wrapped",le="+Inf"} 0
+purgatory_operation_duration_seconds_sum{outcome="closed",purgatory="wrapped"} 0
+purgatory_operation_duration_seconds_count{outcome="closed",purgatory="wrapped"} 0
+purgatory_operation_duration_seconds_bucket{outcome="completed",purgatory="wrapped",le="1"} 0
+purgatory_operation_duration_seconds_bucket{outcome="completed",purgatory="wrapped",le="+Inf"} 0
+purgatory_operation_duration_seconds_sum{outcome="completed",purgatory="wrapped"} 0
+purgatory_operation_duration_seconds_count{outcome="completed",purgatory="wrapped"} 0
+purgatory_operation_duration_seconds_bucket{outcome="context_done",purgatory="wrapped",le="1"} 0
+purgatory_operation_duration_seconds_bucket{outcome="context_done",purgatory="wrapped",le="+Inf"} 0
+purgatory_operation_duration_seconds_sum{outcome="context_done",purgatory="wrapped"} 0
+purgatory_operation_duration_seconds_count{outcome="context_done",purgatory="wrapped"} 0
+purgatory_operation_duration_seconds_bucket{outcome="expired",purgatory="wrapped",le="1"} 1
+purgatory_operation_duration_seconds_bucket{outcome="expired",purgatory="wrapped",le="+Inf"} 1
+purgatory_operation_duration_seconds_sum{outcome="expired",purgatory="wrapped"} 0.001
+purgatory_operation_duration_seconds_count{outcome="expired",purgatory="wrapped"} 1
+purgatory_operation_duration_seconds_bucket{outcome="forced",purgatory="wrapped",le="1"} 0
+purgatory_operation_duration_seconds_bucket{outcome="forced",purgatory="wrapped",le="+Inf"} 0
+purgatory_operation_duration_seconds_sum{outcome="forced",purgatory="wrapped"} 0
+purgatory_operation_duration_seconds_count{outcome="forced",purgatory="wrapped"} 0
+`), "purgatory_callback_panics_total", "purgatory_operation_duration_seconds"))
+	})
+	require.Contains(t, log.String(), "expired")
+	require.Panics(t, func() { metrics.WithDurationHistogram(nil) })
+	require.Panics(t, func() { metrics.WithLatenessHistogram(nil) })
+	require.Panics(t, func() { metrics.NewTimingWheelCollector(nil, "") })
+}
+
+type counting struct{ n *atomic.Int32 }
+
+func (c counting) OperationEnded(purgatory.Outcome, time.Duration) { c.n.Add(1) }
+
+// panicky panics in OnExpiration.
+type panicky struct{ op }
+
+func (*panicky) OnExpiration() { panic("expired, and panicked") }

@@ -22,7 +22,21 @@ import (
 type PurgatoryStats interface {
 	Name() string
 	Stats() purgatory.Stats
-	Observer() purgatory.Observer
+}
+
+// A PurgatoryOption adds to what NewPurgatoryCollector exports.
+type PurgatoryOption func(*purgatoryCollector)
+
+// WithDurationHistogram exports o's histogram as
+// purgatory_operation_duration_seconds{outcome}, under the purgatory's label.
+// Pass the same o to purgatory.WithObserver (directly, or inside an observer
+// of your own that fans out to it): the collector exports what it is given,
+// and never looks for it. A nil o is a misuse and panics.
+func WithDurationHistogram(o *PurgatoryObserver) PurgatoryOption {
+	if o == nil {
+		panic("metrics: WithDurationHistogram(nil); pass the *PurgatoryObserver given to purgatory.WithObserver")
+	}
+	return func(c *purgatoryCollector) { c.obs = o }
 }
 
 // outcomes maps each final outcome to its label value, which is its String.
@@ -32,24 +46,26 @@ var outcomes = [...]purgatory.Outcome{
 }
 
 type purgatoryCollector struct {
-	src                           PurgatoryStats
-	watched, delayed, added, ends *prometheus.Desc
-	durations                     *prometheus.Desc // nil without a PurgatoryObserver
-	obs                           *PurgatoryObserver
+	src                                   PurgatoryStats
+	watched, delayed, added, ends, panics *prometheus.Desc
+	durations                             *prometheus.Desc // nil without WithDurationHistogram
+	obs                                   *PurgatoryObserver
 }
 
 // NewPurgatoryCollector returns a collector of p's counters, labelled
 // purgatory=p.Name(). It reads p.Stats() at each scrape, so it keeps working,
-// with final values, after p is closed. If p was made with
-// purgatory.WithObserver(o) and o is a *PurgatoryObserver, the collector also
-// exports o's histogram, under the same label.
+// with final values, after p is closed. With [WithDurationHistogram] it also
+// exports that observer's histogram, under the same label. Purgatory names
+// are unique per registry: registering a second collector for the same name
+// fails with a prometheus.AlreadyRegisteredError.
 //
-//	purgatory_watched_operations                 gauge    Kafka's PurgatorySize
-//	purgatory_delayed_operations                 gauge    Kafka's NumDelayedOperations
-//	purgatory_operations_added_total             counter
-//	purgatory_operations_total{outcome}          counter  completed, forced, expired, context_done, cancelled, closed
-//	purgatory_operation_duration_seconds{outcome} histogram (with a PurgatoryObserver)
-func NewPurgatoryCollector(p PurgatoryStats) prometheus.Collector {
+//	purgatory_watched_operations                  gauge    Kafka's PurgatorySize
+//	purgatory_delayed_operations                  gauge    Kafka's NumDelayedOperations
+//	purgatory_operations_added_total              counter
+//	purgatory_operations_total{outcome}           counter  completed, forced, expired, context_done, cancelled, closed
+//	purgatory_callback_panics_total               counter  panics recovered on the library's goroutines (Stats.Panics)
+//	purgatory_operation_duration_seconds{outcome} histogram (WithDurationHistogram)
+func NewPurgatoryCollector(p PurgatoryStats, opts ...PurgatoryOption) prometheus.Collector {
 	labels := prometheus.Labels{"purgatory": p.Name()}
 	c := &purgatoryCollector{
 		src: p,
@@ -61,9 +77,13 @@ func NewPurgatoryCollector(p PurgatoryStats) prometheus.Collector {
 			"Operations added with TryCompleteElseWatch.", nil, labels),
 		ends: prometheus.NewDesc("purgatory_operations_total",
 			"Operations ended, by outcome.", []string{"outcome"}, labels),
+		panics: prometheus.NewDesc("purgatory_callback_panics_total",
+			"Panics recovered from operations' callbacks on the library's goroutines (timeouts, contexts, Close).", nil, labels),
 	}
-	if o, ok := p.Observer().(*PurgatoryObserver); ok && o != nil {
-		c.obs = o
+	for _, o := range opts {
+		o(c)
+	}
+	if c.obs != nil {
 		c.durations = prometheus.NewDesc("purgatory_operation_duration_seconds",
 			"Time operations spent in the purgatory, from TryCompleteElseWatch to their end, by outcome.",
 			[]string{"outcome"}, labels)
@@ -76,6 +96,7 @@ func (c *purgatoryCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.delayed
 	ch <- c.added
 	ch <- c.ends
+	ch <- c.panics
 	if c.durations != nil {
 		ch <- c.durations
 	}
@@ -89,6 +110,7 @@ func (c *purgatoryCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, o := range outcomes {
 		ch <- prometheus.MustNewConstMetric(c.ends, prometheus.CounterValue, float64(s.Ended(o)), o.String())
 	}
+	ch <- prometheus.MustNewConstMetric(c.panics, prometheus.CounterValue, float64(s.Panics))
 	if c.obs != nil {
 		for _, o := range outcomes {
 			ch <- snapshot(c.obs.byOutcome[o], c.durations, o.String())
@@ -101,10 +123,10 @@ func (c *purgatoryCollector) Collect(ch chan<- prometheus.Metric) {
 var DefaultDurationBuckets = prometheus.ExponentialBuckets(0.001, 2, 17)
 
 // PurgatoryObserver is a purgatory.Observer that records, by outcome, the time
-// each operation spent in the purgatory. Pass it to purgatory.WithObserver;
-// NewPurgatoryCollector of that purgatory exports it as the histogram
-// purgatory_operation_duration_seconds{outcome}, labelled with the
-// purgatory's name. It is safe for concurrent use.
+// each operation spent in the purgatory. Pass it to purgatory.WithObserver,
+// and to NewPurgatoryCollector with WithDurationHistogram, which exports it as
+// the histogram purgatory_operation_duration_seconds{outcome}, labelled with
+// the purgatory's name. It is safe for concurrent use.
 type PurgatoryObserver struct {
 	byOutcome [purgatory.Closed + 1]prometheus.Histogram
 }

@@ -12,28 +12,44 @@ import (
 // *timingwheel.TimingWheel satisfies it.
 type TimingWheelStats interface {
 	Stats() timingwheel.Stats
-	Observer() timingwheel.Observer
+}
+
+// A TimingWheelOption adds to what NewTimingWheelCollector exports.
+type TimingWheelOption func(*wheelCollector)
+
+// WithLatenessHistogram exports o's histogram as timingwheel_lateness_seconds,
+// under the wheel's label. Pass the same o to timingwheel.WithObserver when
+// you make the wheel; for a purgatory's timeouts, make that wheel yourself and
+// give it to purgatory.WithTimingWheel. A nil o is a misuse and panics.
+func WithLatenessHistogram(o *TimingWheelObserver) TimingWheelOption {
+	if o == nil {
+		panic("metrics: WithLatenessHistogram(nil); pass the *TimingWheelObserver given to timingwheel.WithObserver")
+	}
+	return func(c *wheelCollector) { c.obs = o }
 }
 
 type wheelCollector struct {
 	src                              TimingWheelStats
 	pending, fired, panics, rejected *prometheus.Desc
-	lateness                         *prometheus.Desc // nil without a TimingWheelObserver
+	lateness                         *prometheus.Desc // nil without WithLatenessHistogram
 	obs                              *TimingWheelObserver
 }
 
 // NewTimingWheelCollector returns a collector of tw's counters, labelled
-// wheel=name (a wheel has no name of its own: this is where it gets one),
-// read at each scrape. If tw was made with timingwheel.WithObserver(o) and o
-// is a *TimingWheelObserver, the collector also exports o's histogram, under
-// the same label.
+// wheel=name (a wheel has no name of its own: this is where it gets one, and
+// it must not be empty), read at each scrape. With [WithLatenessHistogram] it
+// also exports that observer's histogram, under the same label. Wheel names
+// are unique per registry, as purgatory names are.
 //
 //	timingwheel_pending_timers            gauge
 //	timingwheel_fired_total               counter  timers handed to the executor
 //	timingwheel_callback_panics_total     counter  panics recovered from callbacks
-//	timingwheel_rejected_timers_total     counter  timers scheduled after Stop
-//	timingwheel_lateness_seconds          histogram (with a TimingWheelObserver)
-func NewTimingWheelCollector(tw TimingWheelStats, name string) prometheus.Collector {
+//	timingwheel_rejected_timers_total     counter  timers scheduled after Stop (never run)
+//	timingwheel_lateness_seconds          histogram (WithLatenessHistogram)
+func NewTimingWheelCollector(tw TimingWheelStats, name string, opts ...TimingWheelOption) prometheus.Collector {
+	if name == "" {
+		panic("metrics: NewTimingWheelCollector needs a name for the wheel (its wheel label), unique per registry")
+	}
 	labels := prometheus.Labels{"wheel": name}
 	c := &wheelCollector{
 		src: tw,
@@ -46,8 +62,10 @@ func NewTimingWheelCollector(tw TimingWheelStats, name string) prometheus.Collec
 		rejected: prometheus.NewDesc("timingwheel_rejected_timers_total",
 			"Timers scheduled after the wheel was stopped; they never run.", nil, labels),
 	}
-	if o, ok := tw.Observer().(*TimingWheelObserver); ok && o != nil {
-		c.obs = o
+	for _, o := range opts {
+		o(c)
+	}
+	if c.obs != nil {
 		c.lateness = prometheus.NewDesc("timingwheel_lateness_seconds",
 			"How long after its deadline each timer was handed to the executor.", nil, labels)
 	}
@@ -81,9 +99,10 @@ var DefaultLatenessBuckets = prometheus.ExponentialBuckets(0.00005, 2, 15)
 
 // TimingWheelObserver is a timingwheel.Observer that records how long after
 // its deadline each timer was handed to the executor. Pass it to
-// timingwheel.WithObserver; NewTimingWheelCollector of that wheel exports it
-// as the histogram timingwheel_lateness_seconds, labelled with the wheel's
-// name. It is safe for concurrent use.
+// timingwheel.WithObserver, and to NewTimingWheelCollector with
+// WithLatenessHistogram, which exports it as the histogram
+// timingwheel_lateness_seconds, labelled with the wheel's name. It is safe for
+// concurrent use.
 type TimingWheelObserver struct {
 	hist prometheus.Histogram
 }

@@ -102,27 +102,28 @@ func run(ctx context.Context, c config, out io.Writer) (summary, error) {
 	if err := c.validate(); err != nil {
 		return summary{}, err
 	}
-	tw, err := timingwheel.New(timingwheel.WithObserver(metrics.NewTimingWheelObserver(nil)))
+	// One wheel for both purgatories' timeouts, made here so that its
+	// lateness histogram can be exported; each name is given once, and each
+	// collector is handed the observer whose histogram it exports.
+	lateness := metrics.NewTimingWheelObserver(nil)
+	tw, err := timingwheel.New(timingwheel.WithObserver(lateness))
 	if err != nil {
 		return summary{}, err
 	}
-	// Each name is given once; the collectors read it, and the observers'
-	// histograms are exported by their purgatory's or wheel's collector.
-	produces, err := purgatory.New[partition]("produce", purgatory.WithTimingWheel(tw),
-		purgatory.WithObserver(metrics.NewPurgatoryObserver(nil)))
+	produceTimes, fetchTimes := metrics.NewPurgatoryObserver(nil), metrics.NewPurgatoryObserver(nil)
+	produces, err := purgatory.New[partition]("produce", purgatory.WithTimingWheel(tw), purgatory.WithObserver(produceTimes))
 	if err != nil {
 		return summary{}, err
 	}
-	fetches, err := purgatory.New[partition]("fetch", purgatory.WithTimingWheel(tw),
-		purgatory.WithObserver(metrics.NewPurgatoryObserver(nil)))
+	fetches, err := purgatory.New[partition]("fetch", purgatory.WithTimingWheel(tw), purgatory.WithObserver(fetchTimes))
 	if err != nil {
 		return summary{}, err
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
-		metrics.NewPurgatoryCollector(produces),
-		metrics.NewPurgatoryCollector(fetches),
-		metrics.NewTimingWheelCollector(tw, "broker"),
+		metrics.NewPurgatoryCollector(produces, metrics.WithDurationHistogram(produceTimes)),
+		metrics.NewPurgatoryCollector(fetches, metrics.WithDurationHistogram(fetchTimes)),
+		metrics.NewTimingWheelCollector(tw, "broker", metrics.WithLatenessHistogram(lateness)),
 	)
 	if c.metricsAddr != "" {
 		stopServer, err := serve(c.metricsAddr, reg, out)
