@@ -3,7 +3,6 @@ package purgatory_test
 import (
 	"fmt"
 	"math"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -11,45 +10,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/purgatory-go/purgatory/internal/testkit"
 	"github.com/purgatory-go/purgatory/purgatory"
 	"github.com/purgatory-go/purgatory/timingwheel"
 )
-
-// simpleOp completes once ready is set, and counts its callbacks.
-type simpleOp struct {
-	purgatory.Op
-	ready              atomic.Bool
-	completed, expired atomic.Int32
-}
-
-func (o *simpleOp) TryComplete() bool { return o.ready.Load() }
-func (o *simpleOp) OnComplete()       { o.completed.Add(1) }
-func (o *simpleOp) OnExpiration()     { o.expired.Add(1) }
-
-func newSimple(timeout time.Duration) *simpleOp {
-	return &simpleOp{Op: purgatory.Op{Timeout: timeout}}
-}
-
-// misuse requires f to panic with a message that starts with prefix.
-func misuse(t *testing.T, prefix string, f func()) {
-	t.Helper()
-	defer func() {
-		t.Helper()
-		r := recover()
-		require.NotNil(t, r, "expected a misuse panic")
-		msg := fmt.Sprint(r)
-		require.True(t, strings.HasPrefix(msg, prefix), "panic %q lacks the package prefix %q", msg, prefix)
-	}()
-	f()
-}
-
-func wheelFor(t *testing.T, opts ...timingwheel.Option) *timingwheel.TimingWheel {
-	tw, err := timingwheel.New(opts...)
-	require.NoError(t, err)
-	require.NoError(t, tw.Start())
-	t.Cleanup(func() { tw.Stop() })
-	return tw
-}
 
 func purgatoryFor(t *testing.T) *purgatory.Purgatory[string] {
 	p, err := purgatory.New[string]("bad-input")
@@ -68,7 +32,7 @@ func TestBadInput(t *testing.T) {
 		test func(t *testing.T)
 	}{
 		{"zero, negative and most negative delays run as soon as possible", func(t *testing.T) {
-			tw := wheelFor(t)
+			tw := testkit.Wheel(t)
 			var ran atomic.Int32
 			for _, d := range []time.Duration{0, -time.Second, math.MinInt64} {
 				tw.AfterFunc(d, func() { ran.Add(1) })
@@ -77,7 +41,7 @@ func TestBadInput(t *testing.T) {
 			require.EqualValues(t, 3, ran.Load())
 		}},
 		{"MaxInt64 delay stays pending and can be stopped and reset", func(t *testing.T) {
-			tw := wheelFor(t)
+			tw := testkit.Wheel(t)
 			tm := tw.AfterFunc(math.MaxInt64, func() { t.Error("ran") })
 			time.Sleep(24 * time.Hour)
 			synctest.Wait()
@@ -87,15 +51,15 @@ func TestBadInput(t *testing.T) {
 		}},
 		{"zero operation timeout is a forgotten field: it panics before anything changes", func(t *testing.T) {
 			p := purgatoryFor(t)
-			op := newSimple(0)
-			misuse(t, "purgatory: Op.Timeout is zero", func() { p.TryCompleteElseWatch(op, "k") })
+			op := testkit.NewOp(0)
+			testkit.Misuse(t, "purgatory: Op.Timeout is zero", "", func() { p.TryCompleteElseWatch(op, "k") })
 			require.Equal(t, purgatory.Stats{}, p.Stats())
 			op.Timeout = time.Second
 			require.False(t, p.TryCompleteElseWatch(op, "k"), "the same op can then be added")
 		}},
 		{"negative and MaxInt64 (NoTimeout) operation timeouts", func(t *testing.T) {
 			p := purgatoryFor(t)
-			ops := []*simpleOp{newSimple(-time.Hour), newSimple(math.MaxInt64)}
+			ops := []*testkit.Op{testkit.NewOp(-time.Hour), testkit.NewOp(math.MaxInt64)}
 			for i, op := range ops {
 				require.False(t, p.TryCompleteElseWatch(op, fmt.Sprint(i)))
 			}
@@ -132,39 +96,39 @@ func TestBadInput(t *testing.T) {
 			}
 		}},
 		{"nil callback", func(t *testing.T) {
-			tw := wheelFor(t)
-			misuse(t, "timingwheel: ", func() { tw.AfterFunc(time.Second, nil) })
-			misuse(t, "timingwheel: ", func() { tw.ScheduleFunc(timingwheel.Every(time.Second), nil) })
-			misuse(t, "timingwheel: ", func() { tw.ScheduleFunc(nil, func() {}) })
-			misuse(t, "timingwheel: ", func() { timingwheel.Every(-time.Second) })
+			tw := testkit.Wheel(t)
+			testkit.Misuse(t, "timingwheel: ", "", func() { tw.AfterFunc(time.Second, nil) })
+			testkit.Misuse(t, "timingwheel: ", "", func() { tw.ScheduleFunc(timingwheel.Every(time.Second), nil) })
+			testkit.Misuse(t, "timingwheel: ", "", func() { tw.ScheduleFunc(nil, func() {}) })
+			testkit.Misuse(t, "timingwheel: ", "", func() { timingwheel.Every(-time.Second) })
 			require.Zero(t, tw.Len())
 		}},
 		{"nil operation", func(t *testing.T) {
 			p := purgatoryFor(t)
-			misuse(t, "purgatory: ", func() { p.TryCompleteElseWatch(nil, "k") })
-			misuse(t, "purgatory: ", func() { purgatory.ForceComplete(nil) })
+			testkit.Misuse(t, "purgatory: ", "", func() { p.TryCompleteElseWatch(nil, "k") })
+			testkit.Misuse(t, "purgatory: ", "", func() { purgatory.ForceComplete(nil) })
 		}},
 		{"zero keys", func(t *testing.T) {
 			p := purgatoryFor(t)
-			op := newSimple(time.Hour)
-			misuse(t, "purgatory: ", func() { p.TryCompleteElseWatch(op) })
-			misuse(t, "purgatory: ", func() { p.TryCompleteElseWatch(op, []string{}...) })
+			op := testkit.NewOp(time.Hour)
+			testkit.Misuse(t, "purgatory: ", "", func() { p.TryCompleteElseWatch(op) })
+			testkit.Misuse(t, "purgatory: ", "", func() { p.TryCompleteElseWatch(op, []string{}...) })
 			require.Zero(t, p.Delayed(), "a rejected call adds nothing")
 		}},
 		{"duplicate keys in one watch are watched once", func(t *testing.T) {
 			p := purgatoryFor(t)
-			op := newSimple(time.Hour)
+			op := testkit.NewOp(time.Hour)
 			p.TryCompleteElseWatch(op, "k", "k", "k")
 			require.Equal(t, 1, p.Watched())
-			op.ready.Store(true)
+			op.Ready.Store(true)
 			require.Equal(t, 1, p.CheckAndComplete("k"))
-			require.EqualValues(t, 1, op.completed.Load())
+			require.EqualValues(t, 1, op.Completed.Load())
 		}},
 		{"the same operation added twice", func(t *testing.T) {
 			p := purgatoryFor(t)
-			op := newSimple(time.Hour)
+			op := testkit.NewOp(time.Hour)
 			p.TryCompleteElseWatch(op, "k")
-			misuse(t, "purgatory: ", func() { p.TryCompleteElseWatch(op, "j") })
+			testkit.Misuse(t, "purgatory: ", "", func() { p.TryCompleteElseWatch(op, "j") })
 			require.Equal(t, 1, p.Delayed())
 		}},
 		{"Stop and Reset on a nil or zero Timer", func(t *testing.T) {
@@ -178,7 +142,6 @@ func TestBadInput(t *testing.T) {
 		{"every wheel call after Stop", func(t *testing.T) {
 			tw, err := timingwheel.New()
 			require.NoError(t, err)
-			require.NoError(t, tw.Start())
 			tm := tw.AfterFunc(time.Hour, func() { t.Error("ran") })
 			require.Len(t, tw.Stop(), 1)
 			require.Nil(t, tw.Stop(), "Stop twice")
@@ -199,16 +162,16 @@ func TestBadInput(t *testing.T) {
 		{"every purgatory call after Close, and Close twice", func(t *testing.T) {
 			p, err := purgatory.New[string]("closed")
 			require.NoError(t, err)
-			pending := newSimple(time.Hour)
+			pending := testkit.NewOp(time.Hour)
 			p.TryCompleteElseWatch(pending, "k")
 			p.Close()
 			p.Close()
 			require.Equal(t, purgatory.Closed, pending.Outcome())
-			late := newSimple(time.Hour)
+			late := testkit.NewOp(time.Hour)
 			require.False(t, p.TryCompleteElseWatch(late, "k"))
 			require.Equal(t, purgatory.Closed, late.Outcome(), "added after Close: ended at once, not dropped")
-			require.EqualValues(t, 1, late.completed.Load())
-			require.Zero(t, late.expired.Load())
+			require.EqualValues(t, 1, late.Completed.Load())
+			require.Zero(t, late.Expired.Load())
 			require.Zero(t, p.CheckAndComplete("k"))
 			require.Empty(t, p.CancelForKey("k"))
 			require.False(t, purgatory.ForceComplete(late))
@@ -220,7 +183,6 @@ func TestBadInput(t *testing.T) {
 			for _, exec := range []timingwheel.Executor{timingwheel.InlineExecutor(), timingwheel.PoolExecutor(2)} {
 				tw, err := timingwheel.New(timingwheel.WithExecutor(exec))
 				require.NoError(t, err)
-				require.NoError(t, tw.Start())
 				handedBack := make(chan int)
 				tw.AfterFunc(time.Hour, func() {})
 				tw.AfterFunc(time.Millisecond, func() { handedBack <- len(tw.Stop()) })
@@ -231,8 +193,8 @@ func TestBadInput(t *testing.T) {
 		{"Close from inside OnComplete and OnExpiration", func(t *testing.T) {
 			p, err := purgatory.New[string]("reentrant")
 			require.NoError(t, err)
-			closer := &closingOp{simpleOp: newSimple(time.Millisecond), close: p.Close}
-			other := newSimple(time.Hour)
+			closer := &closingOp{Op: testkit.NewOp(time.Millisecond), close: p.Close}
+			other := testkit.NewOp(time.Hour)
 			p.TryCompleteElseWatch(closer, "a")
 			p.TryCompleteElseWatch(other, "b")
 			time.Sleep(time.Millisecond)
@@ -242,8 +204,8 @@ func TestBadInput(t *testing.T) {
 			p.Close()
 		}},
 		{"AdvanceClock on a started wheel", func(t *testing.T) {
-			tw := wheelFor(t)
-			misuse(t, "timingwheel: ", func() { tw.AdvanceClock(0) })
+			tw := testkit.Wheel(t)
+			testkit.Misuse(t, "timingwheel: ", "", func() { tw.AdvanceClock(0) })
 		}},
 	}
 	for _, row := range rows {
@@ -254,11 +216,11 @@ func TestBadInput(t *testing.T) {
 }
 
 type closingOp struct {
-	*simpleOp
+	*testkit.Op
 	close func()
 }
 
 func (o *closingOp) OnExpiration() {
-	o.simpleOp.OnExpiration()
+	o.Op.OnExpiration()
 	o.close()
 }

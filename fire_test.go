@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/purgatory-go/purgatory/internal/testkit"
 	"github.com/purgatory-go/purgatory/purgatory"
 	"github.com/purgatory-go/purgatory/timingwheel"
 )
@@ -48,7 +49,6 @@ func TestExactlyOnceUnderFire(t *testing.T) {
 
 	tw, err := timingwheel.New(timingwheel.WithExecutor(timingwheel.PoolExecutor(8)))
 	require.NoError(t, err)
-	require.NoError(t, tw.Start())
 	p, err := purgatory.New[int]("fire")
 	require.NoError(t, err)
 
@@ -56,14 +56,14 @@ func TestExactlyOnceUnderFire(t *testing.T) {
 	var closeOnce sync.Once
 	var added atomic.Int64
 	timersOf := make([][]*firedTimer, goroutines)
-	opsOf := make([][]*simpleOp, goroutines)
+	opsOf := make([][]*testkit.Op, goroutines)
 
 	var wg sync.WaitGroup
 	for g := range goroutines {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(g), 42))
 			var timers []*firedTimer
-			var ops []*simpleOp
+			var ops []*testkit.Op
 			var opKeys [][]int
 			var cancels []context.CancelFunc
 			for i := range perG {
@@ -114,7 +114,7 @@ func TestExactlyOnceUnderFire(t *testing.T) {
 						ft.reps.Add(1)
 					}
 				case r < 80: // a new operation on 1 to 3 of 64 keys
-					op := newSimple(time.Duration(1+rng.IntN(3000)) * time.Microsecond)
+					op := testkit.NewOp(time.Duration(1+rng.IntN(3000)) * time.Microsecond)
 					if rng.IntN(5) == 0 {
 						ctx, cancel := context.WithCancel(context.Background())
 						op.Context = ctx
@@ -125,7 +125,7 @@ func TestExactlyOnceUnderFire(t *testing.T) {
 					ops, opKeys = append(ops, op), append(opKeys, keys)
 				case r < 92 && len(ops) > 0: // a completion event on one of the operation's keys
 					j := len(ops) - 1 - rng.IntN(min(len(ops), 50)) // a recent one, likely still pending
-					ops[j].ready.Store(true)
+					ops[j].Ready.Store(true)
 					p.CheckAndComplete(opKeys[j][rng.IntN(len(opKeys[j]))])
 				case r < 96 && len(ops) > 0:
 					purgatory.ForceComplete(ops[rng.IntN(len(ops))])
@@ -168,37 +168,12 @@ func TestExactlyOnceUnderFire(t *testing.T) {
 	}
 	require.Zero(t, early.Load(), "timers ran before their deadline")
 
-	want := purgatory.Stats{}
-	nOps := 0
+	var all []*testkit.Op
 	for _, ops := range opsOf {
-		for i, op := range ops {
-			nOps++
-			out := op.Outcome()
-			switch out {
-			case purgatory.Completed:
-				want.Completed++
-			case purgatory.Forced:
-				want.Forced++
-			case purgatory.Expired:
-				want.Expired++
-			case purgatory.ContextDone:
-				want.ContextDone++
-			case purgatory.Cancelled:
-				want.Cancelled++
-			case purgatory.Closed:
-				want.Closed++
-			default:
-				t.Fatalf("operation %d was left %v", i, out)
-			}
-			wantCompleted := int32(1)
-			if out == purgatory.Cancelled {
-				wantCompleted = 0
-			}
-			require.Equal(t, wantCompleted, op.completed.Load(), "operation %d (%v)", i, out)
-			require.Equal(t, out == purgatory.Expired, op.expired.Load() == 1, "operation %d (%v)", i, out)
-		}
+		all = append(all, ops...)
 	}
-	want.Added = int64(nOps)
+	want := testkit.Tally(t, all)
+	want.Added = int64(len(all))
 	require.Equal(t, want, p.Stats())
 	require.EqualValues(t, 0, tw.Stats().Panics)
 	t.Logf("timers: %d armings = %d runs (%d handed back) + %d stops + %d replaced; operations: %+v",

@@ -107,7 +107,6 @@ func TestBroker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tw, err := timingwheel.New()
 		require.NoError(t, err)
-		require.NoError(t, tw.Start())
 		defer tw.Stop()
 		produces, err := purgatory.New[partition]("produce", purgatory.WithTimingWheel(tw))
 		require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/purgatory-go/purgatory/internal/testkit"
 	"github.com/purgatory-go/purgatory/purgatory"
 	"github.com/purgatory-go/purgatory/timingwheel"
 )
@@ -20,7 +21,6 @@ func TestWheelStopHandsBackEverything(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			tw, err := timingwheel.New(timingwheel.WithExecutor(exec))
 			require.NoError(t, err)
-			require.NoError(t, tw.Start())
 			const n = 10_000
 			var ran atomic.Int64
 			timers := make([]*timingwheel.Timer, n)
@@ -57,13 +57,13 @@ func TestPurgatoryCloseEndsEverything(t *testing.T) {
 		p, err := purgatory.New[int]("closing")
 		require.NoError(t, err)
 		const n = 10_000
-		ops := make([]*simpleOp, n)
+		ops := make([]*testkit.Op, n)
 		for i := range ops {
-			ops[i] = newSimple(time.Duration(1+i%5) * time.Second)
+			ops[i] = testkit.NewOp(time.Duration(1+i%5) * time.Second)
 			p.TryCompleteElseWatch(ops[i], i%100, (i+1)%100)
 		}
 		for i := 0; i < n; i += 3 {
-			ops[i].ready.Store(true)
+			ops[i].Ready.Store(true)
 		}
 		for k := range 50 {
 			p.CheckAndComplete(k) // some complete before Close
@@ -80,8 +80,8 @@ func TestPurgatoryCloseEndsEverything(t *testing.T) {
 		require.EqualValues(t, before.Delayed, st.Closed, "Close ended exactly what was pending")
 		require.Equal(t, before.Expired, st.Expired, "Close is not a timeout")
 		for i, op := range ops {
-			require.EqualValues(t, 1, op.completed.Load(), "operation %d", i)
-			require.Equal(t, op.Outcome() == purgatory.Expired, op.expired.Load() == 1, "operation %d", i)
+			require.EqualValues(t, 1, op.Completed.Load(), "operation %d", i)
+			require.Equal(t, op.Outcome() == purgatory.Expired, op.Expired.Load() == 1, "operation %d", i)
 		}
 	})
 }
@@ -95,12 +95,12 @@ func TestOnExpirationPanicIsolation(t *testing.T) {
 		require.NoError(t, err)
 		defer p.Close()
 		const n = 5000
-		ops := make([]*simpleOp, n)
+		ops := make([]*testkit.Op, n)
 		for i := range ops {
-			op := newSimple(time.Duration(1+i%10) * time.Millisecond)
+			op := testkit.NewOp(time.Duration(1+i%10) * time.Millisecond)
 			ops[i] = op
 			if i%100 == 0 {
-				p.TryCompleteElseWatch(&closingOp{simpleOp: op, close: func() { panic("OnExpiration failed") }}, i%64)
+				p.TryCompleteElseWatch(&closingOp{Op: op, close: func() { panic("OnExpiration failed") }}, i%64)
 				continue
 			}
 			p.TryCompleteElseWatch(op, i%64)
@@ -110,9 +110,9 @@ func TestOnExpirationPanicIsolation(t *testing.T) {
 		require.EqualValues(t, n/100, panics.Load())
 		for i, op := range ops {
 			require.Equal(t, purgatory.Expired, op.Outcome(), "operation %d", i)
-			require.EqualValues(t, 1, op.expired.Load(), "operation %d", i)
+			require.EqualValues(t, 1, op.Expired.Load(), "operation %d", i)
 		}
-		late := newSimple(time.Millisecond)
+		late := testkit.NewOp(time.Millisecond)
 		p.TryCompleteElseWatch(late, 1)
 		time.Sleep(time.Millisecond)
 		synctest.Wait()

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/purgatory-go/purgatory/internal/logcapture"
+	"github.com/purgatory-go/purgatory/internal/testkit"
 	"github.com/purgatory-go/purgatory/metrics"
 	"github.com/purgatory-go/purgatory/purgatory"
 	"github.com/purgatory-go/purgatory/timingwheel"
@@ -21,37 +22,26 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-type op struct {
-	purgatory.Op
-	ready atomic.Bool
-}
-
-func (o *op) TryComplete() bool { return o.ready.Load() }
-func (o *op) OnComplete()       {}
-func (o *op) OnExpiration()     {}
-
-func newOp(timeout time.Duration) *op { return &op{Op: purgatory.Op{Timeout: timeout}} }
-
 // drive takes p through two completions, one ForceComplete, one expiry, one
 // context cancellation and one cancellation, and leaves one operation pending
 // under two keys. In fake time each ending happens at a known elapsed time.
 func drive(t *testing.T, p *purgatory.Purgatory[string]) {
-	a, b := newOp(time.Hour), newOp(time.Hour)
+	a, b := testkit.NewOp(time.Hour), testkit.NewOp(time.Hour)
 	p.TryCompleteElseWatch(a, "k1")
 	p.TryCompleteElseWatch(b, "k1")
-	forced, expiring, cancelled := newOp(time.Hour), newOp(50*time.Millisecond), newOp(time.Hour)
+	forced, expiring, cancelled := testkit.NewOp(time.Hour), testkit.NewOp(50*time.Millisecond), testkit.NewOp(time.Hour)
 	p.TryCompleteElseWatch(forced, "k2")
 	p.TryCompleteElseWatch(expiring, "k3")
 	p.TryCompleteElseWatch(cancelled, "k4")
 	ctx, cancel := context.WithCancel(t.Context())
-	withCtx := newOp(time.Hour)
+	withCtx := testkit.NewOp(time.Hour)
 	withCtx.Context = ctx
 	p.TryCompleteElseWatch(withCtx, "k5")
-	p.TryCompleteElseWatch(newOp(time.Hour), "k6", "k7") // stays pending
+	p.TryCompleteElseWatch(testkit.NewOp(time.Hour), "k6", "k7") // stays pending
 
 	time.Sleep(5 * time.Millisecond)
-	a.ready.Store(true)
-	b.ready.Store(true)
+	a.Ready.Store(true)
+	b.Ready.Store(true)
 	require.Equal(t, 2, p.CheckAndComplete("k1"))
 	purgatory.ForceComplete(forced)
 	p.CancelForKey("k4")
@@ -153,7 +143,6 @@ func TestTimingWheelCollector(t *testing.T) {
 		var panics atomic.Int32
 		tw, err := timingwheel.New(timingwheel.WithObserver(obs), timingwheel.WithPanicHandler(func(any) { panics.Add(1) }))
 		require.NoError(t, err)
-		require.NoError(t, tw.Start())
 		tw.AfterFunc(time.Millisecond, func() {})
 		tw.AfterFunc(2*time.Millisecond+200*time.Microsecond, func() { panic("boom") })
 		tw.AfterFunc(time.Hour, func() {})
@@ -224,7 +213,7 @@ func TestTwoPurgatoriesOnOneRegistry(t *testing.T) {
 			p, err := purgatory.New[string](name)
 			require.NoError(t, err)
 			defer p.Close()
-			p.TryCompleteElseWatch(newOp(time.Hour), "k")
+			p.TryCompleteElseWatch(testkit.NewOp(time.Hour), "k")
 			require.NoError(t, reg.Register(metrics.NewPurgatoryCollector(p)))
 			require.NoError(t, reg.Register(metrics.NewTimingWheelCollector(p.TimingWheel(), name)))
 		}
@@ -265,7 +254,7 @@ func TestExplicitHistogramAndPanics(t *testing.T) {
 		p, err := purgatory.New[string]("wrapped", purgatory.WithObserver(fanOut{obs, counting{&seen}}))
 		require.NoError(t, err)
 		defer p.Close()
-		p.TryCompleteElseWatch(&panicky{op: *newOp(time.Millisecond)}, "k")
+		p.TryCompleteElseWatch(&panicky{Op: *testkit.NewOp(time.Millisecond)}, "k")
 		time.Sleep(time.Millisecond)
 		synctest.Wait()
 		require.EqualValues(t, 1, seen.Load())
@@ -314,6 +303,6 @@ type counting struct{ n *atomic.Int32 }
 func (c counting) OperationEnded(purgatory.Outcome, time.Duration) { c.n.Add(1) }
 
 // panicky panics in OnExpiration.
-type panicky struct{ op }
+type panicky struct{ testkit.Op }
 
 func (*panicky) OnExpiration() { panic("expired, and panicked") }

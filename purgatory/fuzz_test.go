@@ -6,6 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/purgatory-go/purgatory/internal/testkit"
 	"github.com/purgatory-go/purgatory/purgatory"
 )
 
@@ -37,7 +38,7 @@ type modelOp struct {
 	ready    bool
 	outcome  purgatory.Outcome
 	counted  bool  // added to the purgatory while pending, so Stats count it
-	panicIn  int32 // the callback armed to panic once, as testOp.panicIn
+	panicIn  int32 // the callback armed to panic once, as testkit.Op.PanicIn
 }
 
 func runModel(t *testing.T, prog []byte) {
@@ -46,10 +47,10 @@ func runModel(t *testing.T, prog []byte) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	ops := make([]*testOp, fuzzOps)
+	ops := make([]*testkit.Op, fuzzOps)
 	model := make([]modelOp, fuzzOps)
 	for i := range ops {
-		ops[i] = newOp(0)
+		ops[i] = testkit.NewOp(0)
 	}
 	var want purgatory.Stats
 	now := time.Duration(0)
@@ -64,7 +65,7 @@ func runModel(t *testing.T, prog []byte) {
 	end := func(m *modelOp, o purgatory.Outcome) (panicked bool) {
 		m.outcome = o
 		if o != purgatory.Cancelled {
-			panicked = fires(m, panicComplete) || o == purgatory.Expired && fires(m, panicExpire)
+			panicked = fires(m, testkit.PanicComplete) || o == purgatory.Expired && fires(m, testkit.PanicExpire)
 		}
 		if !m.counted {
 			return panicked
@@ -85,7 +86,7 @@ func runModel(t *testing.T, prog []byte) {
 	call := func(f func()) (panicked bool) {
 		defer func() {
 			if r := recover(); r != nil {
-				if r != injected {
+				if r != testkit.Injected {
 					panic(r)
 				}
 				panicked = true
@@ -125,7 +126,7 @@ func runModel(t *testing.T, prog []byte) {
 			wantDone, wantPanic := false, false
 			switch {
 			case m.outcome != purgatory.Pending: // forced before it was added
-			case fires(m, panicTry): // the first try panics: the call is undone
+			case fires(m, testkit.PanicTry): // the first try panics: the call is undone
 				wantPanic = true
 			default:
 				m.counted = true
@@ -143,13 +144,13 @@ func runModel(t *testing.T, prog []byte) {
 			}
 		case 1: // its completion event arrives (nobody checks yet)
 			m.ready = true
-			op.completable.Store(true)
+			op.Ready.Store(true)
 		case 2: // CheckAndComplete: every operation on the key is tried, panics or not
 			var wantN int
 			wantPanic := false
 			for _, i := range watching(key) {
 				switch mm := &model[i]; {
-				case fires(mm, panicTry):
+				case fires(mm, testkit.PanicTry):
 					wantPanic = true
 				case mm.ready:
 					wantN++
@@ -181,7 +182,7 @@ func runModel(t *testing.T, prog []byte) {
 				t.Fatalf("step %d: CancelForKey(%d) returned %d, model %v", pc/3, key, len(got), wantIDs)
 			}
 			for _, g := range got {
-				if !slices.Contains(wantIDs, slices.Index(ops, g.(*testOp))) {
+				if !slices.Contains(wantIDs, slices.Index(ops, g.(*testkit.Op))) {
 					t.Fatalf("step %d: CancelForKey(%d) returned an operation the model did not", pc/3, key)
 				}
 			}
@@ -198,7 +199,7 @@ func runModel(t *testing.T, prog []byte) {
 			}
 		case 6: // arm a panic in one of the operation's callbacks
 			m.panicIn = int32(b%3 + 1)
-			op.panicIn.Store(m.panicIn)
+			op.PanicIn.Store(m.panicIn)
 		}
 
 		want.Delayed, want.Watched = 0, 0

@@ -2,26 +2,16 @@ package purgatory_test
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/purgatory-go/purgatory/internal/testkit"
 	"github.com/purgatory-go/purgatory/purgatory"
 	"github.com/purgatory-go/purgatory/timingwheel"
 )
-
-// panicsWith requires f to panic with a message that contains want.
-func panicsWith(t *testing.T, want string, f func()) {
-	t.Helper()
-	r := recovered(f)
-	require.NotNil(t, r, "expected a panic containing %q", want)
-	require.Contains(t, fmt.Sprint(r), want)
-	require.True(t, strings.HasPrefix(fmt.Sprint(r), "purgatory: "), "the package prefix: %v", r)
-}
 
 // Case 5: an unhashable key in a Purgatory[any] panics with a message that
 // names it, before anything is bound, watched or locked.
@@ -30,18 +20,18 @@ func TestUnhashableKeyChangesNothing(t *testing.T) {
 		p, err := purgatory.New[any]("any")
 		require.NoError(t, err)
 		defer p.Close()
-		op := newOp(time.Second)
-		panicsWith(t, "key []int{1} cannot be used", func() { p.TryCompleteElseWatch(op, "ok", []int{1}) })
+		op := testkit.NewOp(time.Second)
+		testkit.Misuse(t, "purgatory: ", "key []int{1} cannot be used", func() { p.TryCompleteElseWatch(op, "ok", []int{1}) })
 		require.Equal(t, purgatory.Stats{}, p.Stats())
 		require.Zero(t, p.CheckAndComplete("ok"), "nothing watched, nothing locked")
-		op.completable.Store(true)
+		op.Ready.Store(true)
 		require.True(t, p.TryCompleteElseWatch(op, "ok"), "the operation is still usable")
 
 		type pair struct{ a, b any }
 		q, err := purgatory.New[pair]("pairs")
 		require.NoError(t, err)
 		defer q.Close()
-		panicsWith(t, "cannot be used", func() { q.TryCompleteElseWatch(newOp(time.Second), pair{1, map[int]int{}}) })
+		testkit.Misuse(t, "purgatory: ", "cannot be used", func() { q.TryCompleteElseWatch(testkit.NewOp(time.Second), pair{1, map[int]int{}}) })
 		require.Equal(t, purgatory.Stats{}, q.Stats())
 	})
 }
@@ -57,10 +47,10 @@ func (nilPtrOp) OnExpiration()     {}
 // dereference from deep inside.
 func TestTypedNilOperation(t *testing.T) {
 	p := newPurgatory(t)
-	var typedNil *testOp
-	panicsWith(t, "nil pointer as its Operation", func() { p.TryCompleteElseWatch(typedNil, "k") })
-	panicsWith(t, "nil pointer as its Operation", func() { purgatory.ForceComplete(typedNil) })
-	panicsWith(t, "embed purgatory.Op by value", func() { p.TryCompleteElseWatch(nilPtrOp{}, "k") })
+	var typedNil *testkit.Op
+	testkit.Misuse(t, "purgatory: ", "nil pointer as its Operation", func() { p.TryCompleteElseWatch(typedNil, "k") })
+	testkit.Misuse(t, "purgatory: ", "nil pointer as its Operation", func() { purgatory.ForceComplete(typedNil) })
+	testkit.Misuse(t, "purgatory: ", "embed purgatory.Op by value", func() { p.TryCompleteElseWatch(nilPtrOp{}, "k") })
 	require.Equal(t, purgatory.Stats{}, p.Stats())
 }
 
@@ -70,7 +60,7 @@ func TestZeroPurgatoryAndNilOption(t *testing.T) {
 	var p purgatory.Purgatory[string]
 	const msg = "purgatory: Purgatory must be created with New"
 	for range 2 {
-		require.PanicsWithValue(t, msg, func() { p.TryCompleteElseWatch(newOp(time.Second), "k") })
+		require.PanicsWithValue(t, msg, func() { p.TryCompleteElseWatch(testkit.NewOp(time.Second), "k") })
 		require.PanicsWithValue(t, msg, func() { p.CheckAndComplete("k") })
 		require.PanicsWithValue(t, msg, func() { p.CancelForKey("k") })
 		require.PanicsWithValue(t, msg, func() { p.Close() })
@@ -99,7 +89,7 @@ func TestWithTimingWheelMustRun(t *testing.T) {
 		p, err := purgatory.New[string]("idle", purgatory.WithTimingWheel(idle))
 		require.NoError(t, err)
 		defer p.Close()
-		op := newOp(time.Second)
+		op := testkit.NewOp(time.Second)
 		p.TryCompleteElseWatch(op, "k")
 		time.Sleep(time.Second)
 		synctest.Wait()
@@ -112,17 +102,17 @@ func TestWithTimingWheelMustRun(t *testing.T) {
 func TestTimeoutRules(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newPurgatory(t)
-		panicsWith(t, "Op.Timeout is zero", func() { p.TryCompleteElseWatch(newOp(0), "k") })
-		withCancel := newOp(0)
+		testkit.Misuse(t, "purgatory: ", "Op.Timeout is zero", func() { p.TryCompleteElseWatch(testkit.NewOp(0), "k") })
+		withCancel := testkit.NewOp(0)
 		withCancel.Context = t.Context()
-		panicsWith(t, "Op.Timeout is zero", func() { p.TryCompleteElseWatch(withCancel, "k") })
+		testkit.Misuse(t, "purgatory: ", "Op.Timeout is zero", func() { p.TryCompleteElseWatch(withCancel, "k") })
 		require.Equal(t, purgatory.Stats{}, p.Stats())
 
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		bounded := newOp(0)
+		bounded := testkit.NewOp(0)
 		bounded.Context = ctx
-		forever := newOp(purgatory.NoTimeout)
+		forever := testkit.NewOp(purgatory.NoTimeout)
 		p.TryCompleteElseWatch(bounded, "k")
 		p.TryCompleteElseWatch(forever, "k")
 		require.Zero(t, p.TimingWheel().Len(), "neither arms a timer on the wheel")
@@ -132,7 +122,7 @@ func TestTimeoutRules(t *testing.T) {
 		time.Sleep(24 * time.Hour)
 		synctest.Wait()
 		require.Equal(t, purgatory.Pending, forever.Outcome())
-		forever.completable.Store(true)
+		forever.Ready.Store(true)
 		require.Equal(t, 1, p.CheckAndComplete("k"))
 	})
 }

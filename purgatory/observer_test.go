@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/purgatory-go/purgatory/internal/testkit"
 	"github.com/purgatory-go/purgatory/purgatory"
 )
 
@@ -31,12 +32,12 @@ func TestObserverSeesEveryEnding(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		obs := &endings{}
 		p := newPurgatory(t, purgatory.WithObserver(obs))
-		done, expiring, cancelled := newOp(time.Hour), newOp(30*time.Millisecond), newOp(time.Hour)
+		done, expiring, cancelled := testkit.NewOp(time.Hour), testkit.NewOp(30*time.Millisecond), testkit.NewOp(time.Hour)
 		p.TryCompleteElseWatch(done, "a")
 		p.TryCompleteElseWatch(expiring, "b")
 		p.TryCompleteElseWatch(cancelled, "c")
 		time.Sleep(10 * time.Millisecond)
-		done.completable.Store(true)
+		done.Ready.Store(true)
 		p.CheckAndComplete("a")
 		time.Sleep(10 * time.Millisecond)
 		p.CancelForKey("c")

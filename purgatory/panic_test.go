@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/purgatory-go/purgatory/internal/logcapture"
+	"github.com/purgatory-go/purgatory/internal/testkit"
 	"github.com/purgatory-go/purgatory/purgatory"
 	"github.com/purgatory-go/purgatory/timingwheel"
 )
@@ -23,41 +24,34 @@ import (
 
 // panicky panics in the callbacks its fields name, then behaves as testOp.
 type panicky struct {
-	*testOp
+	*testkit.Op
 	panicOnTry      func(try int32) bool
 	panicOnComplete bool
 	panicOnExpire   bool
 }
 
-func newPanicky(timeout time.Duration) *panicky { return &panicky{testOp: newOp(timeout)} }
+func newPanicky(timeout time.Duration) *panicky { return &panicky{Op: testkit.NewOp(timeout)} }
 
 func (o *panicky) TryComplete() bool {
-	ok := o.testOp.TryComplete()
-	if o.panicOnTry != nil && o.panicOnTry(o.tries.Load()) {
-		panic(fmt.Sprintf("TryComplete panicked on try %d", o.tries.Load()))
+	ok := o.Op.TryComplete()
+	if o.panicOnTry != nil && o.panicOnTry(o.Tries.Load()) {
+		panic(fmt.Sprintf("TryComplete panicked on try %d", o.Tries.Load()))
 	}
 	return ok
 }
 
 func (o *panicky) OnComplete() {
-	o.testOp.OnComplete()
+	o.Op.OnComplete()
 	if o.panicOnComplete {
 		panic("OnComplete panicked")
 	}
 }
 
 func (o *panicky) OnExpiration() {
-	o.testOp.OnExpiration()
+	o.Op.OnExpiration()
 	if o.panicOnExpire {
 		panic("OnExpiration panicked")
 	}
-}
-
-// recovered runs f and returns what it panicked with, or nil.
-func recovered(f func()) (r any) {
-	defer func() { r = recover() }()
-	f()
-	return nil
 }
 
 // Case 1: TryComplete panics inside CheckAndComplete. The panic reaches the
@@ -68,18 +62,18 @@ func TestTryCompletePanicInCheckAndComplete(t *testing.T) {
 		p := newPurgatory(t)
 		bad := newPanicky(time.Second)
 		bad.panicOnTry = func(try int32) bool { return try == 3 }
-		good := newOp(time.Second)
+		good := testkit.NewOp(time.Second)
 		require.False(t, p.TryCompleteElseWatch(bad, "k"))
 		require.False(t, p.TryCompleteElseWatch(good, "k"))
-		good.completable.Store(true)
+		good.Ready.Store(true)
 
-		require.Equal(t, "TryComplete panicked on try 3", recovered(func() { p.CheckAndComplete("k") }))
+		require.Equal(t, "TryComplete panicked on try 3", testkit.Recovered(func() { p.CheckAndComplete("k") }))
 		require.Equal(t, purgatory.Completed, good.Outcome(), "the operation after the panicking one was still tried")
 		require.Equal(t, purgatory.Pending, bad.Outcome())
 		require.Equal(t, purgatory.Stats{Watched: 1, Delayed: 1, Added: 2, Completed: 1}, p.Stats())
 
 		require.Zero(t, p.CheckAndComplete("k"), "the key is not wedged")
-		bad.completable.Store(true)
+		bad.Ready.Store(true)
 		require.Equal(t, 1, p.CheckAndComplete("k"))
 		require.Equal(t, purgatory.Completed, bad.Outcome())
 
@@ -87,7 +81,7 @@ func TestTryCompletePanicInCheckAndComplete(t *testing.T) {
 		late := newPanicky(time.Second)
 		late.panicOnTry = func(try int32) bool { return try == 3 }
 		p.TryCompleteElseWatch(late, "k")
-		require.NotNil(t, recovered(func() { p.CheckAndComplete("k") }))
+		require.NotNil(t, testkit.Recovered(func() { p.CheckAndComplete("k") }))
 		time.Sleep(time.Second)
 		synctest.Wait()
 		require.Equal(t, purgatory.Expired, late.Outcome())
@@ -104,7 +98,7 @@ func TestTryCompletePanicReleasesLocker(t *testing.T) {
 		bad.Locker = &lock
 		bad.panicOnTry = func(try int32) bool { return try == 3 }
 		p.TryCompleteElseWatch(bad, "k")
-		require.NotNil(t, recovered(func() { p.CheckAndComplete("k") }))
+		require.NotNil(t, testkit.Recovered(func() { p.CheckAndComplete("k") }))
 		require.True(t, lock.TryLock(), "the Locker was released")
 		lock.Unlock()
 	})
@@ -122,30 +116,30 @@ func TestTryCompletePanicUndoesTryCompleteElseWatch(t *testing.T) {
 				op := newPanicky(time.Second)
 				op.Context = t.Context()
 				op.panicOnTry = func(try int32) bool { return try == panicAt }
-				op.onTry = func() {
-					if op.tries.Load() == 2 {
+				op.OnTry = func() {
+					if op.Tries.Load() == 2 {
 						// A completion event on the key during the second
 						// try: it asks for a third instead of waiting.
 						assert.Zero(t, p.CheckAndComplete("k"))
 					}
 				}
-				r := recovered(func() { p.TryCompleteElseWatch(op, "k", "j") })
+				r := testkit.Recovered(func() { p.TryCompleteElseWatch(op, "k", "j") })
 				require.Equal(t, fmt.Sprintf("TryComplete panicked on try %d", panicAt), r)
 				require.Equal(t, purgatory.Stats{}, p.Stats(), "nothing counted or watched")
 				require.Zero(t, p.TimingWheel().Len(), "no timeout left armed")
 				require.Equal(t, purgatory.Pending, op.Outcome())
 
-				op.completable.Store(true)
+				op.Ready.Store(true)
 				require.Zero(t, p.CheckAndComplete("k"), "the withdrawn operation is not watched")
 				require.Zero(t, p.CheckAndComplete("j"))
 				time.Sleep(2 * time.Second)
 				synctest.Wait()
-				require.Zero(t, op.completed.Load(), "it never ends: it was never added")
+				require.Zero(t, op.Completed.Load(), "it never ends: it was never added")
 				require.Equal(t, "purgatory: operation passed to TryCompleteElseWatch twice; use a new operation",
-					recovered(func() { p.TryCompleteElseWatch(op, "k") }))
+					testkit.Recovered(func() { p.TryCompleteElseWatch(op, "k") }))
 
-				other := newOp(time.Second)
-				other.completable.Store(true)
+				other := testkit.NewOp(time.Second)
+				other.Ready.Store(true)
 				require.True(t, p.TryCompleteElseWatch(other, "k"), "the key still works")
 			})
 		})
@@ -173,8 +167,8 @@ func TestClosePanicsAreReportedAndTheSweepFinishes(t *testing.T) {
 		p.Close()
 		for i, op := range ops {
 			require.Equal(t, purgatory.Closed, op.Outcome(), "operation %d", i)
-			require.EqualValues(t, 1, op.completed.Load(), "operation %d", i)
-			require.Zero(t, op.expired.Load(), "operation %d: Close is not a timeout", i)
+			require.EqualValues(t, 1, op.Completed.Load(), "operation %d", i)
+			require.Zero(t, op.Expired.Load(), "operation %d: Close is not a timeout", i)
 		}
 		const panics = (n + 2) / 3
 		require.EqualValues(t, panics, reported.Load())
@@ -227,14 +221,14 @@ func TestCallbackPanicsAfterTheOperationEnded(t *testing.T) {
 		op := newPanicky(time.Second)
 		op.panicOnComplete = true
 		p.TryCompleteElseWatch(op, "k")
-		op.completable.Store(true)
-		require.Equal(t, "OnComplete panicked", recovered(func() { p.CheckAndComplete("k") }))
+		op.Ready.Store(true)
+		require.Equal(t, "OnComplete panicked", testkit.Recovered(func() { p.CheckAndComplete("k") }))
 		require.Equal(t, purgatory.Stats{Added: 1, Completed: 1}, p.Stats())
 
 		forced := newPanicky(time.Second)
 		forced.panicOnComplete = true
 		p.TryCompleteElseWatch(forced, "k")
-		require.Equal(t, "OnComplete panicked", recovered(func() { purgatory.ForceComplete(forced) }))
+		require.Equal(t, "OnComplete panicked", testkit.Recovered(func() { purgatory.ForceComplete(forced) }))
 		require.Equal(t, purgatory.Forced, forced.Outcome())
 		require.Zero(t, p.Delayed())
 
@@ -244,24 +238,24 @@ func TestCallbackPanicsAfterTheOperationEnded(t *testing.T) {
 		logcapture.Capture(t)
 		time.Sleep(time.Millisecond)
 		synctest.Wait()
-		require.EqualValues(t, 1, expiring.completed.Load())
-		require.EqualValues(t, 1, expiring.expired.Load(), "OnExpiration ran after the panicking OnComplete")
+		require.EqualValues(t, 1, expiring.Completed.Load())
+		require.EqualValues(t, 1, expiring.Expired.Load(), "OnExpiration ran after the panicking OnComplete")
 	})
 	synctest.Test(t, func(t *testing.T) {
 		p := newPurgatory(t, purgatory.WithObserver(panickingObserver{}))
-		op := newOp(time.Second)
-		op.completable.Store(true)
-		require.Equal(t, "observer panicked", recovered(func() { p.TryCompleteElseWatch(op, "k") }))
-		require.EqualValues(t, 1, op.completed.Load(), "OnComplete ran after the panicking Observer")
+		op := testkit.NewOp(time.Second)
+		op.Ready.Store(true)
+		require.Equal(t, "observer panicked", testkit.Recovered(func() { p.TryCompleteElseWatch(op, "k") }))
+		require.EqualValues(t, 1, op.Completed.Load(), "OnComplete ran after the panicking Observer")
 		require.Equal(t, purgatory.Stats{Added: 1, Completed: 1}, p.Stats())
 
-		var cancelled []*testOp
+		var cancelled []*testkit.Op
 		for range 3 {
-			c := newOp(time.Second)
+			c := testkit.NewOp(time.Second)
 			p.TryCompleteElseWatch(c, "c")
 			cancelled = append(cancelled, c)
 		}
-		require.Equal(t, "observer panicked", recovered(func() { p.CancelForKey("c") }))
+		require.Equal(t, "observer panicked", testkit.Recovered(func() { p.CancelForKey("c") }))
 		for _, c := range cancelled {
 			require.Equal(t, purgatory.Cancelled, c.Outcome(), "every operation was cancelled despite the panics")
 		}

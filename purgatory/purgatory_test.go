@@ -12,64 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/purgatory-go/purgatory/internal/testkit"
 	"github.com/purgatory-go/purgatory/purgatory"
-	"github.com/purgatory-go/purgatory/timingwheel"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// testOp is Kafka's MockDelayedOperation: completable once told so, and it
-// counts its callbacks.
-type testOp struct {
-	purgatory.Op
-	completable atomic.Bool
-	tries       atomic.Int32
-	completed   atomic.Int32
-	expired     atomic.Int32
-	outcome     purgatory.Outcome // recorded by OnComplete
-	onTry       func()            // optional hook inside TryComplete
-	panicIn     atomic.Int32      // a callback that panics once: panicTry, panicComplete or panicExpire
-}
-
-// Callbacks a testOp can be told to panic in, once, after it has counted the call.
-const (
-	panicTry = 1 + iota
-	panicComplete
-	panicExpire
-)
-
-// injected is the value of every panic a testOp injects.
-const injected = "injected panic"
-
-func (o *testOp) maybePanic(in int32) {
-	if o.panicIn.CompareAndSwap(in, 0) {
-		panic(injected)
-	}
-}
-
-func newOp(timeout time.Duration) *testOp {
-	return &testOp{Op: purgatory.Op{Timeout: timeout}}
-}
-
-func (o *testOp) TryComplete() bool {
-	o.tries.Add(1)
-	if o.onTry != nil {
-		o.onTry()
-	}
-	o.maybePanic(panicTry)
-	return o.completable.Load()
-}
-
-func (o *testOp) OnComplete() {
-	o.completed.Add(1)
-	o.outcome = o.Outcome()
-	o.maybePanic(panicComplete)
-}
-
-func (o *testOp) OnExpiration() {
-	o.expired.Add(1)
-	o.maybePanic(panicExpire)
-}
 
 func newPurgatory(t *testing.T, opts ...purgatory.Option) *purgatory.Purgatory[string] {
 	t.Helper()
@@ -79,30 +26,20 @@ func newPurgatory(t *testing.T, opts ...purgatory.Option) *purgatory.Purgatory[s
 	return p
 }
 
-// sharedWheel returns a started wheel for WithTimingWheel, stopped at the end.
-func sharedWheel(t *testing.T) *timingwheel.TimingWheel {
-	t.Helper()
-	tw, err := timingwheel.New()
-	require.NoError(t, err)
-	require.NoError(t, tw.Start())
-	t.Cleanup(func() { tw.Stop() })
-	return tw
-}
-
 // Kafka's testDelayedOperationLock: with a Locker set, TryComplete runs with
 // that lock held, in TryCompleteElseWatch and in CheckAndComplete. (The Op's own
 // mutex is private; TestNoConcurrentTryComplete shows it excludes.)
 func TestTryCompleteRunsUnderSharedLock(t *testing.T) {
 	p := newPurgatory(t)
 	var lock sync.Mutex
-	op := newOp(time.Hour)
+	op := testkit.NewOp(time.Hour)
 	op.Locker = &lock
-	op.onTry = func() { assert.False(t, lock.TryLock(), "the shared lock is held during TryComplete") }
+	op.OnTry = func() { assert.False(t, lock.TryLock(), "the shared lock is held during TryComplete") }
 	require.False(t, p.TryCompleteElseWatch(op, "k"))
-	require.EqualValues(t, 2, op.tries.Load(), "tried before and after watching")
-	op.completable.Store(true)
+	require.EqualValues(t, 2, op.Tries.Load(), "tried before and after watching")
+	op.Ready.Store(true)
 	require.Equal(t, 1, p.CheckAndComplete("k"))
-	require.EqualValues(t, 3, op.tries.Load())
+	require.EqualValues(t, 3, op.Tries.Load())
 	require.True(t, lock.TryLock(), "the lock is released afterwards")
 	lock.Unlock()
 }
@@ -112,9 +49,9 @@ func TestTryCompleteRunsUnderSharedLock(t *testing.T) {
 // coalesced rather than queued, and none waits for another.
 func TestNoConcurrentTryComplete(t *testing.T) {
 	p := newPurgatory(t)
-	op := newOp(time.Hour)
+	op := testkit.NewOp(time.Hour)
 	var inside atomic.Int32
-	op.onTry = func() {
+	op.OnTry = func() {
 		assert.EqualValues(t, 1, inside.Add(1), "two TryComplete calls overlapped")
 		time.Sleep(10 * time.Microsecond)
 		inside.Add(-1)
@@ -129,10 +66,10 @@ func TestNoConcurrentTryComplete(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	tries := op.tries.Load()
+	tries := op.Tries.Load()
 	require.GreaterOrEqual(t, tries, int32(3), "every CheckAndComplete tried or had a try made for it")
 	require.LessOrEqual(t, tries, int32(2+8*50))
-	op.completable.Store(true)
+	op.Ready.Store(true)
 	require.Equal(t, 1, p.CheckAndComplete("a"), "no try is left running: this one runs and completes")
 }
 
@@ -140,17 +77,17 @@ func TestNoConcurrentTryComplete(t *testing.T) {
 // (after watching) succeeds, the call completes the operation and leaves
 // nothing watched or timed.
 func TestSecondTryCompletes(t *testing.T) {
-	tw := sharedWheel(t)
+	tw := testkit.Wheel(t)
 	p := newPurgatory(t, purgatory.WithTimingWheel(tw))
-	op := newOp(time.Hour)
-	op.onTry = func() {
-		if op.tries.Load() == 2 {
-			op.completable.Store(true) // a completion event raced the watch
+	op := testkit.NewOp(time.Hour)
+	op.OnTry = func() {
+		if op.Tries.Load() == 2 {
+			op.Ready.Store(true) // a completion event raced the watch
 		}
 	}
 	require.True(t, p.TryCompleteElseWatch(op, "k1", "k2"))
-	require.EqualValues(t, 1, op.completed.Load())
-	require.Equal(t, purgatory.Completed, op.outcome)
+	require.EqualValues(t, 1, op.Completed.Load())
+	require.Equal(t, purgatory.Completed, op.Seen)
 	require.Zero(t, p.Watched())
 	require.Zero(t, p.Delayed())
 	require.Zero(t, tw.Len(), "no timeout was started")
@@ -158,11 +95,11 @@ func TestSecondTryCompletes(t *testing.T) {
 
 func TestFirstTryCompletes(t *testing.T) {
 	p := newPurgatory(t)
-	op := newOp(time.Hour)
-	op.completable.Store(true)
+	op := testkit.NewOp(time.Hour)
+	op.Ready.Store(true)
 	require.True(t, p.TryCompleteElseWatch(op, "k"))
-	require.EqualValues(t, 1, op.tries.Load())
-	require.EqualValues(t, 1, op.completed.Load())
+	require.EqualValues(t, 1, op.Tries.Load())
+	require.EqualValues(t, 1, op.Completed.Load())
 	require.Zero(t, p.Watched())
 	require.Equal(t, purgatory.Stats{Added: 1, Completed: 1}, p.Stats())
 }
@@ -170,21 +107,21 @@ func TestFirstTryCompletes(t *testing.T) {
 // Kafka's testRequestSatisfaction.
 func TestRequestSatisfaction(t *testing.T) {
 	p := newPurgatory(t)
-	r1, r2 := newOp(time.Hour), newOp(time.Hour)
+	r1, r2 := testkit.NewOp(time.Hour), testkit.NewOp(time.Hour)
 	require.Zero(t, p.CheckAndComplete("test1"), "nothing watched yet")
 	require.False(t, p.TryCompleteElseWatch(r1, "test1"))
 	require.Zero(t, p.CheckAndComplete("test1"), "r1 is not completable")
 	require.False(t, p.TryCompleteElseWatch(r2, "test2"))
 	require.Zero(t, p.CheckAndComplete("test2"), "r2 is not completable")
-	r1.completable.Store(true)
+	r1.Ready.Store(true)
 	require.Equal(t, 1, p.CheckAndComplete("test1"))
 	require.Zero(t, p.CheckAndComplete("test1"), "r1 is already completed")
-	r2.completable.Store(true)
+	r2.Ready.Store(true)
 	require.Equal(t, 1, p.CheckAndComplete("test2"))
 	require.Zero(t, p.CheckAndComplete("test2"))
-	require.EqualValues(t, 1, r1.completed.Load())
-	require.EqualValues(t, 1, r2.completed.Load())
-	require.Zero(t, r1.expired.Load()+r2.expired.Load())
+	require.EqualValues(t, 1, r1.Completed.Load())
+	require.EqualValues(t, 1, r2.Completed.Load())
+	require.Zero(t, r1.Expired.Load()+r2.Expired.Load())
 }
 
 // Kafka's testRequestExpiry: a 20 ms operation expires, running OnComplete and
@@ -192,17 +129,17 @@ func TestRequestSatisfaction(t *testing.T) {
 func TestRequestExpiry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newPurgatory(t)
-		short, long := newOp(20*time.Millisecond), newOp(200*time.Second)
+		short, long := testkit.NewOp(20*time.Millisecond), testkit.NewOp(200*time.Second)
 		begin := time.Now()
 		require.False(t, p.TryCompleteElseWatch(short, "test1"))
 		require.False(t, p.TryCompleteElseWatch(long, "test2"))
 		time.Sleep(20 * time.Millisecond)
 		synctest.Wait()
-		require.EqualValues(t, 1, short.completed.Load())
-		require.EqualValues(t, 1, short.expired.Load())
-		require.Equal(t, purgatory.Expired, short.outcome)
+		require.EqualValues(t, 1, short.Completed.Load())
+		require.EqualValues(t, 1, short.Expired.Load())
+		require.Equal(t, purgatory.Expired, short.Seen)
 		require.GreaterOrEqual(t, time.Since(begin), 20*time.Millisecond)
-		require.Zero(t, long.completed.Load())
+		require.Zero(t, long.Completed.Load())
 		require.Equal(t, 1, p.Delayed())
 		require.Equal(t, 1, p.Watched(), "the expired operation left its watch list")
 		require.Zero(t, p.CheckAndComplete("test1"))
@@ -213,7 +150,7 @@ func TestRequestExpiry(t *testing.T) {
 // purged; here completed operations leave every watch list at once.
 func TestPurge(t *testing.T) {
 	p := newPurgatory(t)
-	r1, r2, r3 := newOp(time.Hour), newOp(time.Hour), newOp(time.Hour)
+	r1, r2, r3 := testkit.NewOp(time.Hour), testkit.NewOp(time.Hour), testkit.NewOp(time.Hour)
 	p.TryCompleteElseWatch(r1, "k1")
 	p.TryCompleteElseWatch(r2, "k1", "k2")
 	p.TryCompleteElseWatch(r3, "k1", "k2", "k3")
@@ -238,9 +175,9 @@ func TestWatchListsDoNotGrow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newPurgatory(t)
 		for round := range 100 {
-			ops := make([]*testOp, 100)
+			ops := make([]*testkit.Op, 100)
 			for i := range ops {
-				ops[i] = newOp(time.Duration(i%3+1) * time.Millisecond)
+				ops[i] = testkit.NewOp(time.Duration(i%3+1) * time.Millisecond)
 				p.TryCompleteElseWatch(ops[i], "hot", "other")
 			}
 			for i, op := range ops {
@@ -258,9 +195,9 @@ func TestWatchListsDoNotGrow(t *testing.T) {
 
 func TestCancelForKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tw := sharedWheel(t)
+		tw := testkit.Wheel(t)
 		p := newPurgatory(t, purgatory.WithTimingWheel(tw))
-		a, b, c := newOp(time.Hour), newOp(time.Hour), newOp(time.Hour)
+		a, b, c := testkit.NewOp(time.Hour), testkit.NewOp(time.Hour), testkit.NewOp(time.Hour)
 		p.TryCompleteElseWatch(a, "k1")
 		p.TryCompleteElseWatch(b, "k1", "k2")
 		p.TryCompleteElseWatch(c, "k2")
@@ -272,12 +209,12 @@ func TestCancelForKey(t *testing.T) {
 		require.Equal(t, 1, p.Watched(), "b also left k2's list")
 		require.Equal(t, 1, p.Delayed())
 		require.Equal(t, purgatory.Cancelled, a.Outcome())
-		require.Zero(t, a.completed.Load()+b.completed.Load(), "OnComplete does not run")
+		require.Zero(t, a.Completed.Load()+b.Completed.Load(), "OnComplete does not run")
 		require.False(t, purgatory.ForceComplete(a), "a cancelled operation cannot complete")
 
 		require.Empty(t, p.CancelForKey("unknown"))
 		require.Empty(t, p.CancelForKey("k1"), "nothing left under k1")
-		c.completable.Store(true)
+		c.Ready.Store(true)
 		require.Equal(t, 1, p.CheckAndComplete("k2"))
 		require.Equal(t, purgatory.Stats{Added: 3, Completed: 1, Cancelled: 2}, p.Stats())
 	})
@@ -291,11 +228,11 @@ func TestCancelForKey(t *testing.T) {
 func TestNoLostWakeUp(t *testing.T) {
 	p := newPurgatory(t)
 	const goroutines, ops = 20, 100
-	all := make([]*testOp, ops)
+	all := make([]*testkit.Op, ops)
 	keys := make([]string, ops)
 	calls := make([]atomic.Int32, ops)
 	for i := range all {
-		all[i], keys[i] = newOp(time.Hour), string(rune('A'+i%26))+string(rune('a'+i/26))
+		all[i], keys[i] = testkit.NewOp(time.Hour), string(rune('A'+i%26))+string(rune('a'+i/26))
 		require.False(t, p.TryCompleteElseWatch(all[i], keys[i]))
 	}
 	var wg sync.WaitGroup
@@ -307,7 +244,7 @@ func TestNoLostWakeUp(t *testing.T) {
 				}
 				k := (i + g) % ops
 				if calls[k].Add(1) == goroutines {
-					all[k].completable.Store(true) // the event, just before the last call
+					all[k].Ready.Store(true) // the event, just before the last call
 				}
 				p.CheckAndComplete(keys[k])
 			}
@@ -315,7 +252,7 @@ func TestNoLostWakeUp(t *testing.T) {
 	}
 	wg.Wait()
 	for i, op := range all {
-		require.EqualValues(t, 1, op.completed.Load(), "operation %d", i)
+		require.EqualValues(t, 1, op.Completed.Load(), "operation %d", i)
 	}
 	require.Zero(t, p.Delayed())
 	require.Zero(t, p.Watched())
@@ -325,28 +262,28 @@ func TestContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newPurgatory(t)
 		ctx, cancel := context.WithCancel(t.Context())
-		op := newOp(time.Hour)
+		op := testkit.NewOp(time.Hour)
 		op.Context = ctx
 		require.False(t, p.TryCompleteElseWatch(op, "k"))
 		cancel()
 		synctest.Wait()
-		require.Equal(t, purgatory.ContextDone, op.outcome)
-		require.EqualValues(t, 1, op.completed.Load())
-		require.Zero(t, op.expired.Load())
+		require.Equal(t, purgatory.ContextDone, op.Seen)
+		require.EqualValues(t, 1, op.Completed.Load())
+		require.Zero(t, op.Expired.Load())
 		require.Equal(t, purgatory.Stats{Added: 1, ContextDone: 1}, p.Stats())
 
 		// A context that outlives its operation is detached from it.
 		ctx2, cancel2 := context.WithCancel(t.Context())
 		defer cancel2()
-		op2 := newOp(time.Millisecond)
+		op2 := testkit.NewOp(time.Millisecond)
 		op2.Context = ctx2
 		p.TryCompleteElseWatch(op2, "k")
 		time.Sleep(time.Millisecond)
 		synctest.Wait()
-		require.Equal(t, purgatory.Expired, op2.outcome)
+		require.Equal(t, purgatory.Expired, op2.Seen)
 		cancel2()
 		synctest.Wait()
-		require.EqualValues(t, 1, op2.completed.Load())
+		require.EqualValues(t, 1, op2.Completed.Load())
 	})
 }
 
@@ -355,7 +292,7 @@ func TestContextAlreadyDone(t *testing.T) {
 		p := newPurgatory(t)
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
-		op := newOp(time.Hour)
+		op := testkit.NewOp(time.Hour)
 		op.Context = ctx
 		require.False(t, p.TryCompleteElseWatch(op, "k"))
 		synctest.Wait()
@@ -365,14 +302,14 @@ func TestContextAlreadyDone(t *testing.T) {
 
 func TestForceComplete(t *testing.T) {
 	p := newPurgatory(t)
-	op := newOp(time.Hour)
+	op := testkit.NewOp(time.Hour)
 	require.False(t, p.TryCompleteElseWatch(op, "k"))
 	require.True(t, purgatory.ForceComplete(op))
 	require.False(t, purgatory.ForceComplete(op), "only one ForceComplete wins")
-	require.EqualValues(t, 1, op.completed.Load())
-	require.Equal(t, purgatory.Forced, op.outcome)
+	require.EqualValues(t, 1, op.Completed.Load())
+	require.Equal(t, purgatory.Forced, op.Seen)
 
-	early := newOp(time.Hour)
+	early := testkit.NewOp(time.Hour)
 	require.True(t, purgatory.ForceComplete(early), "an operation can be completed before it is added")
 	require.False(t, p.TryCompleteElseWatch(early, "k"), "a completed operation is not watched")
 	require.Zero(t, p.Watched())
@@ -381,24 +318,24 @@ func TestForceComplete(t *testing.T) {
 
 func TestForceCompleteFromTryComplete(t *testing.T) {
 	p := newPurgatory(t)
-	op := newOp(time.Hour)
-	op.onTry = func() {
-		if op.tries.Load() == 3 {
+	op := testkit.NewOp(time.Hour)
+	op.OnTry = func() {
+		if op.Tries.Load() == 3 {
 			purgatory.ForceComplete(op) // Kafka's style: complete from inside
 		}
 	}
 	require.False(t, p.TryCompleteElseWatch(op, "k"))
 	require.Zero(t, p.CheckAndComplete("k"), "ForceComplete won, not TryComplete")
-	require.Equal(t, purgatory.Forced, op.outcome)
-	require.EqualValues(t, 1, op.completed.Load())
+	require.Equal(t, purgatory.Forced, op.Seen)
+	require.EqualValues(t, 1, op.Completed.Load())
 }
 
 func TestDuplicateKeysWatchedOnce(t *testing.T) {
 	p := newPurgatory(t)
-	op := newOp(time.Hour)
+	op := testkit.NewOp(time.Hour)
 	p.TryCompleteElseWatch(op, "k", "k", "j", "k")
 	require.Equal(t, 2, p.Watched())
-	op.completable.Store(true)
+	op.Ready.Store(true)
 	require.Equal(t, 1, p.CheckAndComplete("k"))
 	require.Zero(t, p.Watched())
 }
@@ -408,7 +345,7 @@ func TestDuplicateKeysWatchedOnce(t *testing.T) {
 func TestNegativeTimeoutExpiresSoon(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newPurgatory(t)
-		op := newOp(-time.Nanosecond)
+		op := testkit.NewOp(-time.Nanosecond)
 		require.False(t, p.TryCompleteElseWatch(op, "k"))
 		synctest.Wait()
 		require.Equal(t, purgatory.Expired, op.Outcome())
@@ -418,12 +355,12 @@ func TestNegativeTimeoutExpiresSoon(t *testing.T) {
 func TestMisuse(t *testing.T) {
 	p := newPurgatory(t)
 	require.PanicsWithValue(t, "purgatory: TryCompleteElseWatch called with no keys; an operation must be watched under at least one",
-		func() { p.TryCompleteElseWatch(newOp(time.Hour)) })
+		func() { p.TryCompleteElseWatch(testkit.NewOp(time.Hour)) })
 	require.PanicsWithValue(t, "purgatory: TryCompleteElseWatch called with a nil Operation",
 		func() { p.TryCompleteElseWatch(nil, "k") })
 	require.PanicsWithValue(t, "purgatory: ForceComplete called with a nil Operation",
 		func() { purgatory.ForceComplete(nil) })
-	op := newOp(time.Hour)
+	op := testkit.NewOp(time.Hour)
 	p.TryCompleteElseWatch(op, "k")
 	require.PanicsWithValue(t, "purgatory: operation passed to TryCompleteElseWatch twice; use a new operation",
 		func() { p.TryCompleteElseWatch(op, "k") })
@@ -436,24 +373,24 @@ func TestClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p, err := purgatory.New[string]("closing")
 		require.NoError(t, err)
-		ops := []*testOp{newOp(time.Hour), newOp(time.Hour), newOp(time.Hour)}
+		ops := []*testkit.Op{testkit.NewOp(time.Hour), testkit.NewOp(time.Hour), testkit.NewOp(time.Hour)}
 		p.TryCompleteElseWatch(ops[0], "a")
 		p.TryCompleteElseWatch(ops[1], "a", "b")
 		p.TryCompleteElseWatch(ops[2], "c")
 
 		p.Close()
 		for i, op := range ops {
-			require.Equal(t, purgatory.Closed, op.outcome, "op %d", i)
-			require.EqualValues(t, 1, op.completed.Load())
-			require.Zero(t, op.expired.Load(), "closing is not a timeout: no OnExpiration")
+			require.Equal(t, purgatory.Closed, op.Seen, "op %d", i)
+			require.EqualValues(t, 1, op.Completed.Load())
+			require.Zero(t, op.Expired.Load(), "closing is not a timeout: no OnExpiration")
 		}
 		require.Zero(t, p.Delayed())
 		require.Zero(t, p.Watched())
 
-		late := newOp(time.Hour)
-		late.completable.Store(false)
+		late := testkit.NewOp(time.Hour)
+		late.Ready.Store(false)
 		require.False(t, p.TryCompleteElseWatch(late, "a"))
-		require.Equal(t, purgatory.Closed, late.outcome, "an operation added after Close ends at once")
+		require.Equal(t, purgatory.Closed, late.Seen, "an operation added after Close ends at once")
 		require.Zero(t, p.CheckAndComplete("a"))
 		require.Empty(t, p.CancelForKey("a"))
 		p.Close() // idempotent
@@ -464,12 +401,12 @@ func TestClose(t *testing.T) {
 
 func TestSharedWheel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tw := sharedWheel(t)
+		tw := testkit.Wheel(t)
 		p1 := newPurgatory(t, purgatory.WithTimingWheel(tw))
 		p2, err := purgatory.New[int]("ints", purgatory.WithTimingWheel(tw))
 		require.NoError(t, err)
 		defer p2.Close()
-		a, b := newOp(time.Second), newOp(2*time.Second)
+		a, b := testkit.NewOp(time.Second), testkit.NewOp(2*time.Second)
 		p1.TryCompleteElseWatch(a, "k")
 		p2.TryCompleteElseWatch(b, 7)
 		require.Equal(t, 2, tw.Len())
@@ -485,8 +422,8 @@ func TestExpirationPanicIsReported(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var got atomic.Value
 		p := newPurgatory(t, purgatory.WithPanicHandler(func(v any) { got.Store(v) }))
-		bad := &panicOp{testOp: newOp(time.Millisecond)}
-		good := newOp(2 * time.Millisecond)
+		bad := &panicOp{Op: testkit.NewOp(time.Millisecond)}
+		good := testkit.NewOp(2 * time.Millisecond)
 		p.TryCompleteElseWatch(bad, "k")
 		p.TryCompleteElseWatch(good, "k")
 		time.Sleep(2 * time.Millisecond)
@@ -497,7 +434,7 @@ func TestExpirationPanicIsReported(t *testing.T) {
 	})
 }
 
-type panicOp struct{ *testOp }
+type panicOp struct{ *testkit.Op }
 
 func (o *panicOp) OnExpiration() { panic("expiration failed") }
 

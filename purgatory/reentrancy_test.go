@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/purgatory-go/purgatory/internal/testkit"
 	"github.com/purgatory-go/purgatory/purgatory"
 )
 
@@ -19,23 +20,23 @@ func TestTryCompleteMayCheckItsOwnKey(t *testing.T) {
 	for _, shared := range []bool{false, true} {
 		synctest.Test(t, func(t *testing.T) {
 			p := newPurgatory(t)
-			op := newOp(time.Second)
+			op := testkit.NewOp(time.Second)
 			if shared {
 				op.Locker = &sync.Mutex{}
 			}
 			inner := 0
-			op.onTry = func() {
-				if op.tries.Load() <= 4 {
+			op.OnTry = func() {
+				if op.Tries.Load() <= 4 {
 					inner += p.CheckAndComplete("k")
 				}
 			}
 			require.False(t, p.TryCompleteElseWatch(op, "k"))
 			require.Equal(t, 1, p.Watched())
-			op.completable.Store(true)
+			op.Ready.Store(true)
 			require.Equal(t, 1, p.CheckAndComplete("k"))
 			require.Zero(t, inner, "the inner calls never complete it themselves")
 			require.Equal(t, purgatory.Completed, op.Outcome())
-			require.EqualValues(t, 1, op.completed.Load())
+			require.EqualValues(t, 1, op.Completed.Load())
 		})
 	}
 }
@@ -44,10 +45,10 @@ func TestTryCompleteMayCheckItsOwnKey(t *testing.T) {
 func TestTryCompleteMayAddAndForce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newPurgatory(t)
-		child := newOp(time.Second)
-		parent := newOp(time.Second)
-		parent.onTry = func() {
-			if parent.tries.Load() == 2 {
+		child := testkit.NewOp(time.Second)
+		parent := testkit.NewOp(time.Second)
+		parent.OnTry = func() {
+			if parent.Tries.Load() == 2 {
 				p.TryCompleteElseWatch(child, "k")
 				purgatory.ForceComplete(parent)
 			}
@@ -65,12 +66,12 @@ func TestTryCompleteMayAddAndForce(t *testing.T) {
 func TestEventDuringATryIsNotMissed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newPurgatory(t)
-		op := &readFirst{testOp: newOp(time.Hour)}
+		op := &readFirst{Op: testkit.NewOp(time.Hour)}
 		require.False(t, p.TryCompleteElseWatch(op, "k"))
 
 		sawNotYet, eventSent := make(chan struct{}), make(chan struct{})
 		op.afterRead = func() {
-			if op.tries.Load() == 3 { // the first try of the CheckAndComplete below
+			if op.Tries.Load() == 3 { // the first try of the CheckAndComplete below
 				close(sawNotYet)
 				<-eventSent
 			}
@@ -83,12 +84,12 @@ func TestEventDuringATryIsNotMissed(t *testing.T) {
 		}()
 		<-sawNotYet
 		// TryComplete has read completable (false) and is still running.
-		op.completable.Store(true)
+		op.Ready.Store(true)
 		require.Zero(t, p.CheckAndComplete("k"), "returns at once: the goroutine trying will try again")
 		close(eventSent)
 		<-done
 		require.Equal(t, 1, outer, "the goroutine trying made one more try and completed it")
-		require.EqualValues(t, 4, op.tries.Load())
+		require.EqualValues(t, 4, op.Tries.Load())
 		require.Equal(t, purgatory.Completed, op.Outcome())
 	})
 }
@@ -98,8 +99,8 @@ func TestEventDuringATryIsNotMissed(t *testing.T) {
 func TestCallbacksMayCallThePurgatory(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newPurgatory(t)
-		next := newOp(time.Second)
-		op := &callbackOp{testOp: newOp(time.Millisecond), onExpire: func() {
+		next := testkit.NewOp(time.Second)
+		op := &callbackOp{Op: testkit.NewOp(time.Millisecond), onExpire: func() {
 			assert.False(t, p.TryCompleteElseWatch(next, "k"))
 			assert.Zero(t, p.CheckAndComplete("k"))
 			assert.Len(t, p.CancelForKey("k"), 1)
@@ -113,25 +114,25 @@ func TestCallbacksMayCallThePurgatory(t *testing.T) {
 }
 
 type callbackOp struct {
-	*testOp
+	*testkit.Op
 	onExpire func()
 }
 
 func (o *callbackOp) OnExpiration() {
-	o.testOp.OnExpiration()
+	o.Op.OnExpiration()
 	o.onExpire()
 }
 
 // readFirst reads its condition, then runs afterRead, then answers: a
 // TryComplete that is slow after it has looked.
 type readFirst struct {
-	*testOp
+	*testkit.Op
 	afterRead func()
 }
 
 func (o *readFirst) TryComplete() bool {
-	o.tries.Add(1)
-	ok := o.completable.Load()
+	o.Tries.Add(1)
+	ok := o.Ready.Load()
 	if o.afterRead != nil {
 		o.afterRead()
 	}

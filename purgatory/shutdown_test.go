@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/purgatory-go/purgatory/internal/testkit"
 	"github.com/purgatory-go/purgatory/purgatory"
 	"github.com/purgatory-go/purgatory/timingwheel"
 )
@@ -40,19 +41,19 @@ func TestEveryShutdownOrderEndsEveryOperation(t *testing.T) {
 				require.NoError(t, err)
 				p, err := purgatory.New[string]("orders", purgatory.WithTimingWheel(tw))
 				require.NoError(t, err)
-				parked := []*testOp{newOp(time.Hour), newOp(purgatory.NoTimeout)}
+				parked := []*testkit.Op{testkit.NewOp(time.Hour), testkit.NewOp(purgatory.NoTimeout)}
 				for _, op := range parked {
 					require.False(t, p.TryCompleteElseWatch(op, "k"))
 				}
 
 				first(tw, p)
 				synctest.Wait() // an AfterStop runs on a goroutine of its own
-				late := newOp(time.Second)
+				late := testkit.NewOp(time.Second)
 				require.False(t, p.TryCompleteElseWatch(late, "k"))
 				synctest.Wait()
 				for i, op := range append(parked, late) {
-					require.EqualValues(t, 1, op.completed.Load(), "operation %d ended once", i)
-					require.Equal(t, purgatory.Closed, op.outcome, "operation %d", i)
+					require.EqualValues(t, 1, op.Completed.Load(), "operation %d ended once", i)
+					require.Equal(t, purgatory.Closed, op.Seen, "operation %d", i)
 				}
 				require.Zero(t, p.Delayed())
 				require.Zero(t, p.Watched())
@@ -73,23 +74,23 @@ func TestEveryShutdownOrderEndsEveryOperation(t *testing.T) {
 func TestOwnWheelStoppedClosesThePurgatory(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newPurgatory(t)
-		op := newOp(time.Hour)
+		op := testkit.NewOp(time.Hour)
 		require.False(t, p.TryCompleteElseWatch(op, "k"))
 		_, err := p.TimingWheel().Shutdown(context.Background())
 		require.NoError(t, err, "the wheel's Shutdown waits for the purgatory to close")
-		require.Equal(t, purgatory.Closed, op.outcome)
+		require.Equal(t, purgatory.Closed, op.Seen)
 		require.Zero(t, p.Delayed())
 	})
 }
 
 // blocking is an operation whose OnExpiration waits until released.
 type blocking struct {
-	*testOp
+	*testkit.Op
 	release chan struct{}
 }
 
 func (b blocking) OnExpiration() {
-	b.testOp.OnExpiration()
+	b.Op.OnExpiration()
 	<-b.release
 }
 
@@ -99,11 +100,11 @@ func TestShutdownWaitsForExpiryCallbacks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p, err := purgatory.New[string]("waits")
 		require.NoError(t, err)
-		op := blocking{newOp(time.Second), make(chan struct{})}
+		op := blocking{testkit.NewOp(time.Second), make(chan struct{})}
 		require.False(t, p.TryCompleteElseWatch(op, "k"))
 		time.Sleep(time.Second)
 		synctest.Wait() // OnExpiration runs, blocked
-		require.EqualValues(t, 1, op.expired.Load())
+		require.EqualValues(t, 1, op.Expired.Load())
 
 		p.Close() // returns although the callback still runs
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -117,7 +118,7 @@ func TestShutdownWaitsForExpiryCallbacks(t *testing.T) {
 
 // shutsDown calls Shutdown on its purgatory from OnExpiration.
 type shutsDown struct {
-	*testOp
+	*testkit.Op
 	p   *purgatory.Purgatory[string]
 	got chan error
 }
@@ -129,14 +130,14 @@ func (s shutsDown) OnExpiration() { s.got <- s.p.Shutdown(context.Background()) 
 func TestShutdownFromAnExpiryCallback(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newPurgatory(t)
-		op := shutsDown{newOp(time.Second), p, make(chan error, 1)}
-		other := newOp(time.Hour)
+		op := shutsDown{testkit.NewOp(time.Second), p, make(chan error, 1)}
+		other := testkit.NewOp(time.Hour)
 		require.False(t, p.TryCompleteElseWatch(op, "k"))
 		require.False(t, p.TryCompleteElseWatch(other, "k"))
 		begin := time.Now()
 		require.ErrorIs(t, <-op.got, purgatory.ErrShutdownInCallback)
 		require.Equal(t, time.Second, time.Since(begin))
-		require.Equal(t, purgatory.Closed, other.outcome, "closed all the same")
+		require.Equal(t, purgatory.Closed, other.Seen, "closed all the same")
 	})
 }
 
@@ -150,18 +151,18 @@ func TestMessagesThatSayWhatToDo(t *testing.T) {
 	require.NoError(t, err)
 	defer p.Close()
 	for name, call := range map[string]func(){
-		"TryCompleteElseWatch": func() { p.TryCompleteElseWatch(newOp(time.Second), []int{1}) },
+		"TryCompleteElseWatch": func() { p.TryCompleteElseWatch(testkit.NewOp(time.Second), []int{1}) },
 		"CheckAndComplete":     func() { p.CheckAndComplete([]int{1}) },
 		"CancelForKey":         func() { p.CancelForKey([]int{1}) },
 	} {
 		t.Run(name, func(t *testing.T) {
-			panicsWith(t, "key []int{1} cannot be used: runtime error: hash of unhashable type []int; use keys whose dynamic types are comparable", call)
+			testkit.Misuse(t, "purgatory: ", "key []int{1} cannot be used: runtime error: hash of unhashable type []int; use keys whose dynamic types are comparable", call)
 		})
 	}
 
 	q := newPurgatory(t)
 	own := &ownFields{Timeout: time.Second, Context: context.Background()}
-	panicsWith(t, "*purgatory_test.ownFields has a field Timeout of its own, which hides the embedded purgatory.Op's: set op.Op.Timeout (or rename yours); *purgatory_test.ownFields has a field Context of its own",
+	testkit.Misuse(t, "purgatory: ", "*purgatory_test.ownFields has a field Timeout of its own, which hides the embedded purgatory.Op's: set op.Op.Timeout (or rename yours); *purgatory_test.ownFields has a field Context of its own",
 		func() { q.TryCompleteElseWatch(own, "k") })
 	own.Op.Timeout = time.Second
 	require.False(t, q.TryCompleteElseWatch(own, "k"), "set where the message says, it works")

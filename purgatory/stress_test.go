@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/purgatory-go/purgatory/internal/testkit"
 	"github.com/purgatory-go/purgatory/purgatory"
 )
 
@@ -37,7 +38,7 @@ func TestStress(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var reported atomic.Int64
 		p := newPurgatory(t, purgatory.WithShards(8), purgatory.WithPanicHandler(func(r any) {
-			assert.Equal(t, injected, r)
+			assert.Equal(t, testkit.Injected, r)
 			reported.Add(1)
 		}))
 		const goroutines, nKeys = 8, 64
@@ -46,20 +47,20 @@ func TestStress(t *testing.T) {
 			keys[i] = fmt.Sprint("key", i)
 		}
 		var mu sync.Mutex
-		var all []*testOp
-		withdrawn := map[*testOp]bool{}
+		var all []*testkit.Op
+		withdrawn := map[*testkit.Op]bool{}
 		var wg sync.WaitGroup
 		for g := range goroutines {
 			wg.Go(func() {
 				rng := rand.New(rand.NewPCG(uint64(g), 7))
-				var mine []*testOp
-				var undone []*testOp
+				var mine []*testkit.Op
+				var undone []*testkit.Op
 				var cancels []context.CancelFunc
 				// call runs f, which may panic only with an injected panic.
 				call := func(f func()) (panicked bool) {
 					defer func() {
 						if r := recover(); r != nil {
-							assert.Equal(t, injected, r)
+							assert.Equal(t, testkit.Injected, r)
 							panicked = true
 						}
 					}()
@@ -67,17 +68,17 @@ func TestStress(t *testing.T) {
 					return false
 				}
 				for range perGoroutine {
-					op := newOp(time.Duration(1+rng.IntN(3000)) * time.Microsecond)
+					op := testkit.NewOp(time.Duration(1+rng.IntN(3000)) * time.Microsecond)
 					if rng.IntN(4) == 0 {
 						ctx, cancel := context.WithCancel(context.Background())
 						op.Context = ctx
 						cancels = append(cancels, cancel)
 					}
 					if rng.IntN(10) == 0 {
-						op.completable.Store(true) // completes at once
+						op.Ready.Store(true) // completes at once
 					}
 					if rng.IntN(8) == 0 {
-						op.panicIn.Store(int32(1 + rng.IntN(3)))
+						op.PanicIn.Store(int32(1 + rng.IntN(3)))
 					}
 					opKeys := make([]string, 1+rng.IntN(3))
 					for i := range opKeys {
@@ -90,7 +91,7 @@ func TestStress(t *testing.T) {
 
 					switch r := rng.IntN(100); {
 					case r < 30: // a completion event on a key
-						mine[rng.IntN(len(mine))].completable.Store(true)
+						mine[rng.IntN(len(mine))].Ready.Store(true)
 						call(func() { p.CheckAndComplete(keys[rng.IntN(nKeys)]) })
 					case r < 45:
 						call(func() { purgatory.ForceComplete(mine[rng.IntN(len(mine))]) })
@@ -121,41 +122,18 @@ func TestStress(t *testing.T) {
 		}
 
 		require.Len(t, all, goroutines*perGoroutine)
-		want := purgatory.Stats{Added: int64(len(all) - len(withdrawn)), Panics: reported.Load()}
+		var counted []*testkit.Op
 		for i, op := range all {
-			out := op.Outcome()
 			if withdrawn[op] {
-				require.Equal(t, purgatory.Pending, out, "operation %d was withdrawn", i)
-				require.Zero(t, op.completed.Load(), "operation %d was withdrawn", i)
+				require.Equal(t, purgatory.Pending, op.Outcome(), "operation %d was withdrawn", i)
+				require.Zero(t, op.Completed.Load(), "operation %d was withdrawn", i)
 				continue
 			}
-			switch out {
-			case purgatory.Completed:
-				want.Completed++
-			case purgatory.Forced:
-				want.Forced++
-			case purgatory.Expired:
-				want.Expired++
-			case purgatory.ContextDone:
-				want.ContextDone++
-			case purgatory.Cancelled:
-				want.Cancelled++
-			default:
-				t.Fatalf("operation %d ended %v", i, out)
-			}
-			wantCompleted, wantExpired := int32(1), int32(0)
-			if out == purgatory.Cancelled {
-				wantCompleted = 0
-			}
-			if out == purgatory.Expired {
-				wantExpired = 1
-			}
-			require.Equal(t, wantCompleted, op.completed.Load(), "operation %d (%v): OnComplete runs", i, out)
-			require.Equal(t, wantExpired, op.expired.Load(), "operation %d (%v): OnExpiration runs", i, out)
-			if wantCompleted == 1 {
-				require.Equal(t, out, op.outcome, "operation %d: OnComplete saw its final outcome", i)
-			}
+			counted = append(counted, op)
 		}
+		want := testkit.Tally(t, counted)
+		require.Zero(t, want.Closed, "nothing closed the purgatory")
+		want.Added, want.Panics = int64(len(counted)), reported.Load()
 		require.Equal(t, want, p.Stats())
 		require.Zero(t, p.Watched())
 		require.NotZero(t, len(withdrawn), "some TryCompleteElseWatch calls were undone")

@@ -38,9 +38,6 @@ func systems(b *testing.B, run func(b *testing.B, s scheduler)) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := tw.Start(); err != nil {
-			b.Fatal(err)
-		}
 		defer tw.Stop()
 		run(b, wheel{tw})
 	})

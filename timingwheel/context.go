@@ -92,9 +92,9 @@ func (tw *TimingWheel) WithDeadlineCause(parent context.Context, deadline time.T
 // deadlineCtx is a context that ends at its deadline, by its cancel function
 // or with its parent. Its Timer is part of it: one allocation for both.
 type deadlineCtx struct {
-	timer      Timer
-	parent     context.Context
-	deadline   time.Time
+	timer    Timer
+	parent   context.Context
+	deadline time.Time
 	cause    error // the deadline's cause; nil: DeadlineExceeded
 
 	mu         sync.Mutex           // guards the fields below

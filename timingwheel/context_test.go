@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/purgatory-go/purgatory/internal/testkit"
 	"github.com/purgatory-go/purgatory/timingwheel"
 )
 
@@ -19,7 +20,7 @@ import (
 // deadline (not a nanosecond early) with DeadlineExceeded as Err and Cause.
 func TestWithTimeoutExpires(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tw := start(t)
+		tw := testkit.Wheel(t)
 		begin := time.Now()
 		ctx, cancel := tw.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -47,7 +48,7 @@ func TestWithTimeoutExpires(t *testing.T) {
 // end, and an earlier parent deadline, carry over as with the standard library.
 func TestWithTimeoutCancelAndParent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tw := start(t)
+		tw := testkit.Wheel(t)
 		ctx, cancel := tw.WithTimeout(context.Background(), time.Hour)
 		require.Equal(t, 1, tw.Len())
 		cancel()
@@ -149,7 +150,7 @@ func TestContextsAsTheStandardLibrarys(t *testing.T) {
 				name := fmt.Sprintf("parentCause=%v/deadlineCause=%v/%v", parentCause, deadlineCause, order)
 				t.Run(name, func(t *testing.T) {
 					synctest.Test(t, func(t *testing.T) {
-						tw := start(t)
+						tw := testkit.Wheel(t)
 						root := context.WithValue(context.Background(), valueKey{}, "v")
 						parent, cancelParent := context.WithCancelCause(root)
 						defer cancelParent(nil)
@@ -224,7 +225,7 @@ func TestContextDeadlinesAsGiven(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				created := time.Now()
 				time.Sleep(time.Second)
-				tw := start(t)
+				tw := testkit.Wheel(t)
 				if stopped {
 					tw.Stop()
 				}
@@ -255,7 +256,7 @@ func TestContextDeadlinesAsGiven(t *testing.T) {
 // live goroutines, a goroutine per child would not survive it).
 func TestContextChildrenCostNoGoroutine(t *testing.T) {
 	const n = 9000
-	tw := start(t)
+	tw := testkit.Wheel(t)
 	for _, parentKind := range []string{"wheel", "stdlib"} {
 		t.Run(parentKind, func(t *testing.T) {
 			var parent context.Context

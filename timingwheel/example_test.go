@@ -12,9 +12,6 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	if err := tw.Start(); err != nil {
-		panic(err)
-	}
 	defer tw.Stop()
 
 	fired := make(chan string)
@@ -33,9 +30,6 @@ func Example() {
 func ExampleTimingWheel_ScheduleFunc() {
 	tw, err := timingwheel.New()
 	if err != nil {
-		panic(err)
-	}
-	if err := tw.Start(); err != nil {
 		panic(err)
 	}
 	defer tw.Stop()

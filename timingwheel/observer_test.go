@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/purgatory-go/purgatory/internal/testkit"
 	"github.com/purgatory-go/purgatory/timingwheel"
 )
 
@@ -25,7 +26,7 @@ func (l *lateness) TimerFired(d time.Duration) {
 func TestObserverSeesLateness(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		obs := &lateness{}
-		tw := start(t, timingwheel.WithObserver(obs))
+		tw := testkit.Wheel(t, timingwheel.WithObserver(obs))
 		tw.AfterFunc(2*time.Millisecond, func() {})                      // on a tick: on time
 		tw.AfterFunc(3*time.Millisecond+250*time.Microsecond, func() {}) // between ticks: not rounded
 		stopped := tw.AfterFunc(time.Millisecond, func() {})

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/purgatory-go/purgatory/internal/logcapture"
+	"github.com/purgatory-go/purgatory/internal/testkit"
 	"github.com/purgatory-go/purgatory/timingwheel"
 )
 
@@ -18,7 +19,7 @@ import (
 func TestPanicIsLoggedByDefault(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		logged := logcapture.Capture(t)
-		tw := start(t)
+		tw := testkit.Wheel(t)
 		var ran atomic.Int32
 		tw.AfterFunc(time.Millisecond, func() { panic("callback failed") })
 		tw.AfterFunc(time.Millisecond, func() { ran.Add(1) })
@@ -39,7 +40,7 @@ func TestPanickingHandlerAndObserver(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		logged := logcapture.Capture(t)
 		for _, exec := range []timingwheel.Executor{timingwheel.InlineExecutor(), timingwheel.PoolExecutor(1)} {
-			tw := start(t, timingwheel.WithExecutor(exec),
+			tw := testkit.Wheel(t, timingwheel.WithExecutor(exec),
 				timingwheel.WithPanicHandler(func(any) { panic("handler failed") }),
 				timingwheel.WithObserver(panicky{}))
 			var ran atomic.Int32

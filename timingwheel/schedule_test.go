@@ -8,13 +8,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/purgatory-go/purgatory/internal/testkit"
 	"github.com/purgatory-go/purgatory/timingwheel"
 )
 
 func TestScheduleFuncEvery(t *testing.T) {
 	executors(t, func(t *testing.T, exec timingwheel.Executor) {
 		synctest.Test(t, func(t *testing.T) {
-			tw := start(t, timingwheel.WithExecutor(exec))
+			tw := testkit.Wheel(t, timingwheel.WithExecutor(exec))
 			begin := time.Now()
 			runs := make(chan time.Duration, 10)
 			tm := tw.ScheduleFunc(timingwheel.Every(10*time.Millisecond), func() { runs <- time.Since(begin) })
@@ -33,7 +34,7 @@ func TestScheduleFuncEvery(t *testing.T) {
 
 func TestScheduleFuncStopFromInside(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tw := start(t)
+		tw := testkit.Wheel(t)
 		var runs atomic.Int32
 		var tm atomic.Pointer[timingwheel.Timer] // set after ScheduleFunc returns
 		tm.Store(tw.ScheduleFunc(timingwheel.Every(time.Millisecond), func() {
@@ -68,7 +69,7 @@ func (s *times) Next(prev time.Time) time.Time {
 
 func TestScheduleFuncEndsOnZeroTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tw := start(t)
+		tw := testkit.Wheel(t)
 		begin := time.Now()
 		var at []time.Duration
 		tw.ScheduleFunc(&times{offsets: []time.Duration{5 * time.Millisecond, 7 * time.Millisecond, 30 * time.Millisecond}},
@@ -82,7 +83,7 @@ func TestScheduleFuncEndsOnZeroTime(t *testing.T) {
 
 func TestScheduleFuncSkipsOverrunAndSurvivesPanic(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tw := start(t)
+		tw := testkit.Wheel(t)
 		begin := time.Now()
 		var at []time.Duration
 		tw.ScheduleFunc(timingwheel.Every(10*time.Millisecond), func() {
@@ -112,7 +113,7 @@ func scale(ds []time.Duration, unit time.Duration) []time.Duration {
 
 func TestScheduleFuncNeverStarts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tw := start(t)
+		tw := testkit.Wheel(t)
 		tm := tw.ScheduleFunc(&times{}, func() { t.Error("ran") })
 		require.Zero(t, tw.Len())
 		require.False(t, tm.Stop())

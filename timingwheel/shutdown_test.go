@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/purgatory-go/purgatory/internal/testkit"
 	"github.com/purgatory-go/purgatory/timingwheel"
 )
 
@@ -54,7 +55,7 @@ func TestStopDoesNotWaitShutdownDoes(t *testing.T) {
 func TestShutdownFromCallback(t *testing.T) {
 	executors(t, func(t *testing.T, exec timingwheel.Executor) {
 		synctest.Test(t, func(t *testing.T) {
-			tw := start(t, timingwheel.WithExecutor(exec))
+			tw := testkit.Wheel(t, timingwheel.WithExecutor(exec))
 			got := make(chan error, 1)
 			var pending []func()
 			begin := time.Now()
@@ -95,7 +96,7 @@ func TestManualClockThenStart(t *testing.T) {
 // holds it, with no data race (the race detector checks).
 func TestNewTimerRearmsItself(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tw := start(t)
+		tw := testkit.Wheel(t)
 		var runs atomic.Int32
 		done := make(chan struct{})
 		var tm *timingwheel.Timer

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/purgatory-go/purgatory/internal/logcapture"
+	"github.com/purgatory-go/purgatory/internal/testkit"
 	"github.com/purgatory-go/purgatory/timingwheel"
 )
 
@@ -19,7 +20,7 @@ import (
 // not hand its timer back, and cancel still stops it.
 func TestContextDeadlineOnAStoppedWheel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tw := start(t)
+		tw := testkit.Wheel(t)
 		begin := time.Now()
 		before, cancelBefore := tw.WithTimeout(context.Background(), time.Second)
 		defer cancelBefore()
@@ -50,7 +51,7 @@ func TestContextDeadlineOnAStoppedWheel(t *testing.T) {
 func TestRejectedWorkIsVisible(t *testing.T) {
 	log := logcapture.Capture(t)
 	synctest.Test(t, func(t *testing.T) {
-		tw := start(t)
+		tw := testkit.Wheel(t)
 		armed := tw.AfterFunc(time.Hour, func() {})
 		require.False(t, armed.Rejected())
 		tw.Stop()
@@ -76,7 +77,7 @@ func TestRejectedWorkIsVisible(t *testing.T) {
 func TestCallbacksDueTogetherDoNotWaitBehindABlockedOne(t *testing.T) {
 	for _, n := range []int{2, 10, 100} {
 		synctest.Test(t, func(t *testing.T) {
-			tw := start(t)
+			tw := testkit.Wheel(t)
 			release := make(chan struct{})
 			var ran atomic.Int32
 			for i := range n {
@@ -100,7 +101,7 @@ func TestCallbacksDueTogetherDoNotWaitBehindABlockedOne(t *testing.T) {
 // after another, and a blocked one holds up the next until it returns.
 func TestPoolBound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tw := start(t, timingwheel.WithExecutor(timingwheel.PoolExecutor(1)))
+		tw := testkit.Wheel(t, timingwheel.WithExecutor(timingwheel.PoolExecutor(1)))
 		release := make(chan struct{})
 		var second atomic.Bool
 		tw.AfterFunc(time.Millisecond, func() { <-release })
@@ -120,7 +121,7 @@ func TestPoolBound(t *testing.T) {
 func TestAfterStopFunctions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var panics atomic.Int32
-		tw := start(t, timingwheel.WithPanicHandler(func(any) { panics.Add(1) }))
+		tw := testkit.Wheel(t, timingwheel.WithPanicHandler(func(any) { panics.Add(1) }))
 		release := make(chan struct{})
 		var ran, detachedRan atomic.Int32
 		tw.AfterStop(func() { <-release; ran.Add(1) })

@@ -68,9 +68,9 @@ type TimingWheel struct {
 	// look at the wheel, in ns since start; math.MaxInt64 when it waits for
 	// nothing. A timer that is due earlier sends a token on wake.
 	sleepUntil time.Duration
-	wake       chan struct{} // capacity 1: a token means "look again"
-	quit       chan struct{} // closed by Stop
-	done       chan struct{} // closed when the driver exits; nil if none was started
+	wake       chan struct{}        // capacity 1: a token means "look again"
+	quit       chan struct{}        // closed by Stop
+	done       chan struct{}        // closed when the driver exits; nil if none was started
 	afterStop  map[*func()]struct{} // AfterStop's functions, until Stop starts them; guarded by mu
 	inflight   inflight.Counter     // callbacks and AfterStop functions started and not yet returned
 

@@ -14,20 +14,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/purgatory-go/purgatory/internal/testkit"
 	"github.com/purgatory-go/purgatory/timingwheel"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// start returns a started wheel that is stopped when the test ends.
-func start(t *testing.T, opts ...timingwheel.Option) *timingwheel.TimingWheel {
-	t.Helper()
-	tw, err := timingwheel.New(opts...)
-	require.NoError(t, err)
-	require.NoError(t, tw.Start())
-	t.Cleanup(func() { tw.Stop() })
-	return tw
-}
 
 // executors runs a test once with each built-in executor.
 func executors(t *testing.T, test func(t *testing.T, exec timingwheel.Executor)) {
@@ -40,7 +31,7 @@ func executors(t *testing.T, test func(t *testing.T, exec timingwheel.Executor))
 func TestAlreadyExpired(t *testing.T) {
 	executors(t, func(t *testing.T, exec timingwheel.Executor) {
 		synctest.Test(t, func(t *testing.T) {
-			tw := start(t, timingwheel.WithExecutor(exec))
+			tw := testkit.Wheel(t, timingwheel.WithExecutor(exec))
 			var ran atomic.Int32
 			for d := -5; d < 0; d++ {
 				tw.AfterFunc(time.Duration(d)*time.Millisecond, func() { ran.Add(1) })
@@ -58,7 +49,7 @@ func TestAlreadyExpired(t *testing.T) {
 func TestTaskExpiration(t *testing.T) {
 	executors(t, func(t *testing.T, exec timingwheel.Executor) {
 		synctest.Test(t, func(t *testing.T) {
-			tw := start(t, timingwheel.WithExecutor(exec))
+			tw := testkit.Wheel(t, timingwheel.WithExecutor(exec))
 			var delays []int
 			for d := range 5 {
 				delays = append(delays, d)
@@ -96,7 +87,6 @@ func TestDriverFiresWithoutAdvanceClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tw, err := timingwheel.New()
 		require.NoError(t, err)
-		require.NoError(t, tw.Start())
 		begin := time.Now()
 		fired := make(chan time.Duration, 3)
 		for _, d := range []time.Duration{100, 200, 300} {
@@ -112,7 +102,7 @@ func TestDriverFiresWithoutAdvanceClock(t *testing.T) {
 func TestNeverEarlyRandomDelays(t *testing.T) {
 	for _, tick := range []time.Duration{time.Millisecond, 3 * time.Millisecond} {
 		synctest.Test(t, func(t *testing.T) {
-			tw := start(t, timingwheel.WithTick(tick), timingwheel.WithWheelSize(8))
+			tw := testkit.Wheel(t, timingwheel.WithTick(tick), timingwheel.WithWheelSize(8))
 			const n = 5000
 			var early, late, ran atomic.Int32
 			for i := range n {
@@ -143,7 +133,7 @@ func TestNeverEarlyRandomDelays(t *testing.T) {
 
 func TestStopAndReset(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tw := start(t)
+		tw := testkit.Wheel(t)
 		var runs atomic.Int32
 		tm := tw.AfterFunc(time.Second, func() { runs.Add(1) })
 		require.Equal(t, 1, tw.Len())
@@ -175,7 +165,7 @@ func TestStopAndReset(t *testing.T) {
 
 func TestConcurrentStopWinsOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tw := start(t)
+		tw := testkit.Wheel(t)
 		for i := range 200 {
 			var ran atomic.Int32
 			tm := tw.AfterFunc(time.Duration(i%3)*time.Millisecond, func() { ran.Add(1) })
@@ -208,7 +198,7 @@ func TestNilAndZeroTimer(t *testing.T) {
 
 func TestExtremeDelays(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tw := start(t)
+		tw := testkit.Wheel(t)
 		var ran atomic.Bool
 		far := tw.AfterFunc(math.MaxInt64, func() { ran.Store(true) })
 		near := tw.AfterFunc(math.MinInt64, func() {})
@@ -263,11 +253,10 @@ func TestMisusePanics(t *testing.T) {
 	require.Panics(t, func() { tw.AdvanceClock(0) }, "AdvanceClock on a running wheel")
 }
 
-func TestAfterStop(t *testing.T) {
+func TestStopHandsBackAndRefuses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tw, err := timingwheel.New()
 		require.NoError(t, err)
-		require.NoError(t, tw.Start())
 		require.NoError(t, tw.Start(), "Start twice is harmless")
 		var ran atomic.Int32
 		pendingTimer := tw.AfterFunc(time.Hour, func() { ran.Add(1) })
@@ -334,7 +323,7 @@ func TestManualAdvanceClock(t *testing.T) {
 func TestReentrantCallbacks(t *testing.T) {
 	executors(t, func(t *testing.T, exec timingwheel.Executor) {
 		synctest.Test(t, func(t *testing.T) {
-			tw := start(t, timingwheel.WithExecutor(exec))
+			tw := testkit.Wheel(t, timingwheel.WithExecutor(exec))
 			var chain atomic.Int32
 			var next func()
 			next = func() {
@@ -362,7 +351,7 @@ func TestReentrantCallbacks(t *testing.T) {
 
 func TestResetOwnTimerFromCallback(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tw := start(t)
+		tw := testkit.Wheel(t)
 		var runs atomic.Int32
 		var tm atomic.Pointer[timingwheel.Timer] // set after AfterFunc returns
 		tm.Store(tw.AfterFunc(time.Millisecond, func() {
@@ -381,7 +370,7 @@ func TestPanicIsolation(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			var mu sync.Mutex
 			var recovered []any
-			tw := start(t, timingwheel.WithExecutor(exec), timingwheel.WithPanicHandler(func(v any) {
+			tw := testkit.Wheel(t, timingwheel.WithExecutor(exec), timingwheel.WithPanicHandler(func(v any) {
 				mu.Lock()
 				recovered = append(recovered, v)
 				mu.Unlock()
@@ -410,7 +399,7 @@ func TestPanicIsolation(t *testing.T) {
 
 func TestPanicWithoutHandlerIsCounted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tw := start(t)
+		tw := testkit.Wheel(t)
 		tw.AfterFunc(time.Millisecond, func() { panic(errors.New("boom")) })
 		done := make(chan struct{})
 		tw.AfterFunc(2*time.Millisecond, func() { close(done) })
@@ -423,7 +412,7 @@ func TestPanicWithoutHandlerIsCounted(t *testing.T) {
 // A slow callback must not hold up the driver or the other timers.
 func TestSlowCallbackDoesNotBlockDriver(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tw := start(t)
+		tw := testkit.Wheel(t)
 		release := make(chan struct{})
 		tw.AfterFunc(time.Millisecond, func() { <-release })
 		begin := time.Now()
@@ -442,7 +431,7 @@ func TestSlowCallbackDoesNotBlockDriver(t *testing.T) {
 func TestBurstBoundsGoroutines(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const workers, timers = 8, 20000
-		tw := start(t, timingwheel.WithExecutor(timingwheel.PoolExecutor(workers)))
+		tw := testkit.Wheel(t, timingwheel.WithExecutor(timingwheel.PoolExecutor(workers)))
 		release := make(chan struct{})
 		var started, finished atomic.Int32
 		for range timers {
@@ -467,7 +456,7 @@ func TestBurstBoundsGoroutines(t *testing.T) {
 
 func TestInlineExecutorRunsOnOneGoroutineInOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tw := start(t, timingwheel.WithExecutor(timingwheel.InlineExecutor()))
+		tw := testkit.Wheel(t, timingwheel.WithExecutor(timingwheel.InlineExecutor()))
 		var order []int
 		var running atomic.Int32
 		for i := range 50 {
@@ -491,7 +480,6 @@ func TestStopFromCallback(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			tw, err := timingwheel.New(timingwheel.WithExecutor(exec))
 			require.NoError(t, err)
-			require.NoError(t, tw.Start())
 			tw.AfterFunc(time.Hour, func() {})
 			returned := make(chan []func())
 			tw.AfterFunc(time.Millisecond, func() { returned <- tw.Stop() })
