@@ -2,6 +2,7 @@ package timingwheel
 
 import (
 	"context"
+	"math"
 	"reflect"
 	"sync"
 	"time"
@@ -29,13 +30,28 @@ import (
 // WithTimeout is context.WithTimeout with its timer on the wheel: it returns
 // tw.WithDeadline(parent, time.Now().Add(d)).
 func (tw *TimingWheel) WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	return tw.WithDeadlineCause(parent, time.Now().Add(d), nil)
+	return tw.withTimeout(parent, d, nil)
 }
 
 // WithTimeoutCause is context.WithTimeoutCause with its timer on the wheel: as
 // WithTimeout, but context.Cause reports cause once the deadline passes.
 func (tw *TimingWheel) WithTimeoutCause(parent context.Context, d time.Duration, cause error) (context.Context, context.CancelFunc) {
-	return tw.WithDeadlineCause(parent, time.Now().Add(d), cause)
+	return tw.withTimeout(parent, d, cause)
+}
+
+// withTimeout reads the monotonic clock only: time.Now would read the wall
+// clock too, which costs as much again (BenchmarkContextTimeout). The
+// deadline is the wheel's start plus the time since it plus d, which is
+// time.Now().Add(d) unless the wall clock was stepped since the wheel
+// started; beyond the wheel's range it is computed as the standard library
+// does.
+func (tw *TimingWheel) withTimeout(parent context.Context, d time.Duration, cause error) (context.Context, context.CancelFunc) {
+	tw.mustBeNew()
+	now := tw.now()
+	if d > math.MaxInt64-now { // beyond the wheel's range
+		return tw.withDeadline(parent, now, math.MaxInt64, time.Now().Add(d), true, cause)
+	}
+	return tw.withDeadline(parent, now, int64(now+d), tw.start.Add(now+d), false, cause)
 }
 
 // WithDeadline is context.WithDeadline with its timer on the wheel: the
@@ -60,20 +76,33 @@ func (tw *TimingWheel) WithDeadline(parent context.Context, deadline time.Time) 
 // (a nil cause means context.DeadlineExceeded).
 func (tw *TimingWheel) WithDeadlineCause(parent context.Context, deadline time.Time, cause error) (context.Context, context.CancelFunc) {
 	tw.mustBeNew()
+	return tw.withDeadline(parent, tw.now(), tw.at(deadline), deadline, true, cause)
+}
+
+// withDeadline makes the context for deadline, which is exp in the wheel's
+// time; now is the wheel's time of the call. A deadline that is not the
+// wheel's start plus exp is given, and kept as it is.
+func (tw *TimingWheel) withDeadline(parent context.Context, now time.Duration, exp int64, deadline time.Time, given bool, cause error) (context.Context, context.CancelFunc) {
 	if parent == nil {
 		panic("timingwheel: WithTimeout or WithDeadline called with a nil parent context")
 	}
 	if cur, ok := parent.Deadline(); ok && cur.Before(deadline) {
 		return context.WithCancel(parent) // the parent's deadline comes first
 	}
-	c := &deadlineCtx{parent: parent, deadline: deadline, cause: cause}
+	c := &deadlineCtx{parent: parent}
+	if cause != nil {
+		c.rare().cause = cause
+	}
+	if given {
+		c.rare().deadline, c.extra.given = deadline, true
+	}
 	c.timer.tw, c.timer.f, c.timer.keepsDeadline = tw, c.expire, true
 	c.timer.e.Value = &c.timer
-	c.timer.exp = tw.at(deadline)
+	c.timer.exp = exp
 	if c.follow(parent) {
 		return c, c.cancel
 	}
-	if time.Until(deadline) <= 0 { // already passed: done at once, as the standard library's
+	if exp <= int64(now) { // already passed: done at once, as the standard library's
 		c.end(context.DeadlineExceeded, cause)
 		return c, c.cancel
 	}
@@ -92,18 +121,34 @@ func (tw *TimingWheel) WithDeadlineCause(parent context.Context, deadline time.T
 // deadlineCtx is a context that ends at its deadline, by its cancel function
 // or with its parent. Its Timer is part of it: one allocation for both.
 type deadlineCtx struct {
-	timer    Timer
-	parent   context.Context
-	deadline time.Time
-	cause    error // the deadline's cause; nil: DeadlineExceeded
+	timer  Timer
+	parent context.Context
 
-	mu         sync.Mutex           // guards the fields below
-	done       chan struct{}        // made on first Done, or closed at the end
-	err        error                // set once, at the end
-	record     any                  // a cancelled *context.cancelCtx holding the cause, if it differs from err
-	stopParent func() bool          // detaches from parent; nil if parent is never done
-	runtime    *time.Timer          // the deadline, once the wheel has stopped
-	after      map[*func()]struct{} // AfterFunc's functions, until the end
+	mu         sync.Mutex    // guards the fields below and *extra
+	done       chan struct{} // made on first Done, or closed at the end
+	err        error         // set once, at the end
+	stopParent func() bool   // detaches from parent; nil if parent is never done
+	extra      *rareFields   // nil until one of them is needed: most contexts need none
+}
+
+// rareFields are what few contexts need, kept apart so that the common one
+// stays small (BenchmarkContextTimeout).
+type rareFields struct {
+	deadline time.Time            // as given to WithDeadline; immutable
+	given    bool                 // deadline is set; else it is the wheel's start plus timer.exp
+	cause    error                // the deadline's cause (WithDeadlineCause); nil: DeadlineExceeded; immutable
+	record   any                  // a cancelled *context.cancelCtx holding the cause, if it differs from err
+	runtime  *time.Timer          // the deadline, once the wheel has stopped
+	after    map[*func()]struct{} // AfterFunc's functions, until the end
+}
+
+// rare returns c.extra, making it if needed; the caller holds c.mu, or is
+// the only one to see c yet.
+func (c *deadlineCtx) rare() *rareFields {
+	if c.extra == nil {
+		c.extra = new(rareFields)
+	}
+	return c.extra
 }
 
 // follow ties c to parent, and ends c at once if parent is done. It reports
@@ -141,7 +186,15 @@ type afterFuncer interface {
 	AfterFunc(f func()) (stop func() bool)
 }
 
-func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+func (c *deadlineCtx) Deadline() (time.Time, bool) {
+	c.mu.Lock()
+	x := c.extra
+	c.mu.Unlock()
+	if x != nil && x.given {
+		return x.deadline, true
+	}
+	return c.timer.tw.start.Add(time.Duration(c.timer.exp)), true
+}
 
 func (c *deadlineCtx) Done() <-chan struct{} {
 	c.mu.Lock()
@@ -167,7 +220,10 @@ func (c *deadlineCtx) Value(key any) any {
 	if isCauseKey(key) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		return c.record
+		if c.extra == nil {
+			return nil
+		}
+		return c.extra.record
 	}
 	return c.parent.Value(key)
 }
@@ -191,16 +247,17 @@ func (c *deadlineCtx) AfterFunc(f func()) (stop func() bool) {
 		return func() bool { return false }
 	}
 	key := &f
-	if c.after == nil {
-		c.after = make(map[*func()]struct{})
+	x := c.rare()
+	if x.after == nil {
+		x.after = make(map[*func()]struct{})
 	}
-	c.after[key] = struct{}{}
+	x.after[key] = struct{}{}
 	c.mu.Unlock()
 	return func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		_, ok := c.after[key]
-		delete(c.after, key)
+		_, ok := x.after[key]
+		delete(x.after, key)
 		return ok
 	}
 }
@@ -211,13 +268,19 @@ func (c *deadlineCtx) AfterFunc(f func()) (stop func() bool) {
 func (c *deadlineCtx) expire() {
 	if left := time.Duration(c.timer.exp) - c.timer.tw.now(); left > 0 {
 		c.mu.Lock()
-		if c.err == nil && c.runtime == nil {
-			c.runtime = time.AfterFunc(left, c.expire)
+		if x := c.rare(); c.err == nil && x.runtime == nil {
+			x.runtime = time.AfterFunc(left, c.expire)
 		}
 		c.mu.Unlock()
 		return
 	}
-	c.end(context.DeadlineExceeded, c.cause)
+	var cause error
+	c.mu.Lock()
+	if c.extra != nil {
+		cause = c.extra.cause
+	}
+	c.mu.Unlock()
+	c.end(context.DeadlineExceeded, cause)
 }
 
 func (c *deadlineCtx) cancel() { c.end(context.Canceled, nil) }
@@ -238,15 +301,21 @@ func (c *deadlineCtx) end(err, cause error) {
 	if cause != nil && !same(cause, err) {
 		record, cancel := context.WithCancelCause(context.Background())
 		cancel(cause)
-		c.record = record
+		c.rare().record = record
 	}
 	if c.done == nil {
 		c.done = closedDone
 	} else {
 		close(c.done)
 	}
-	after, rt, stopParent := c.after, c.runtime, c.stopParent
-	c.after, c.stopParent = nil, nil
+	var after map[*func()]struct{}
+	var rt *time.Timer
+	if x := c.extra; x != nil {
+		after, rt = x.after, x.runtime
+		x.after = nil
+	}
+	stopParent := c.stopParent
+	c.stopParent = nil
 	c.mu.Unlock()
 
 	c.timer.Stop()
@@ -271,4 +340,7 @@ func same(a, b error) bool {
 	return a == b
 }
 
-func (c *deadlineCtx) String() string { return "timingwheel.WithDeadline(" + c.deadline.String() + ")" }
+func (c *deadlineCtx) String() string {
+	dl, _ := c.Deadline()
+	return "timingwheel.WithDeadline(" + dl.String() + ")"
+}

@@ -41,13 +41,17 @@ func (tw *TimingWheel) ScheduleFunc(s Scheduler, f func()) *Timer {
 	t.f = r.run
 	first := s.Next(time.Now())
 	tw.mu.Lock()
-	defer tw.mu.Unlock()
+	refused := tw.state == stopped
 	switch {
-	case tw.state == stopped:
+	case refused:
 		tw.reject(t)
 	case !first.IsZero():
 		t.exp = tw.at(first)
 		tw.schedule(t)
+	}
+	tw.mu.Unlock()
+	if refused {
+		tw.warn()
 	}
 	return t
 }

@@ -45,12 +45,16 @@ func (tw *TimingWheel) AfterFunc(d time.Duration, f func()) *Timer {
 	t.e.Value = t
 	t.exp = tw.expiration(d)
 	tw.mu.Lock()
-	if tw.state == stopped {
+	refused := tw.state == stopped
+	if refused {
 		tw.reject(t)
 	} else {
 		tw.schedule(t)
 	}
 	tw.mu.Unlock()
+	if refused {
+		tw.warn()
+	}
 	return t
 }
 
@@ -106,22 +110,24 @@ func (t *Timer) Reset(d time.Duration) bool {
 	tw := t.tw
 	exp := tw.expiration(d)
 	tw.mu.Lock()
-	defer tw.mu.Unlock()
 	if tw.state == stopped {
 		tw.reject(t)
+		tw.mu.Unlock()
+		tw.warn()
 		return false
 	}
 	pending := t.e.Bucket() != nil
 	t.stopped = false
 	t.exp = exp
 	tw.schedule(t) // moves it out of its old bucket first
+	tw.mu.Unlock()
 	return pending
 }
 
 // Rejected reports whether the wheel refused the timer because it had been
-// stopped when AfterFunc, ScheduleFunc or the last Reset scheduled it: such a
-// timer never runs. A later Reset on a running wheel cannot happen (a stopped
-// wheel stays stopped), so a rejected timer stays rejected.
+// stopped when AfterFunc, ScheduleFunc or Reset was asked to schedule it: such
+// a timer never runs. A stopped wheel stays stopped, so a rejected timer
+// stays rejected.
 func (t *Timer) Rejected() bool {
 	if t == nil || t.tw == nil {
 		return false

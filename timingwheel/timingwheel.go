@@ -231,17 +231,17 @@ func (tw *TimingWheel) runAfterStop(f func()) {
 	f()
 }
 
-// Shutdown stops the wheel as Stop does and then waits, until ctx is done,
-// for the callbacks already handed to the executor and the AfterStop
-// functions to return and for the driver goroutine to exit
+// Shutdown stops the wheel and waits for its callbacks; never call it from a
+// callback, which it would wait for: called from one (of this wheel or
+// another, as the call stack tells), it stops the wheel as Stop does, waits
+// for nothing and returns [ErrShutdownInCallback] at once. Call Stop there.
+//
+// Elsewhere, Shutdown stops the wheel as Stop does and then waits, until ctx
+// is done, for the callbacks already handed to the executor and the
+// AfterStop functions to return and for the driver goroutine to exit
 // (http.Server.Shutdown's convention). It returns the pending callbacks, as
 // Stop, and ctx's error if ctx was done first. Later calls hand back nothing
 // but wait the same way.
-//
-// Do not call Shutdown from a callback of a wheel: it would wait for itself.
-// Called from one (of this wheel or another, as the call stack tells), it
-// stops the wheel as Stop does, waits for nothing, and returns
-// [ErrShutdownInCallback]. Call Stop there.
 func (tw *TimingWheel) Shutdown(ctx context.Context) (pending []func(), err error) {
 	pending = tw.Stop()
 	if inCallback.OnStack() {
@@ -310,13 +310,18 @@ func (tw *TimingWheel) after(now, d time.Duration) int64 {
 	return int64(now + d)
 }
 
-// reject counts a timer refused because the wheel is stopped, marks it so
-// that Timer.Rejected tells, and logs the first one of the wheel, so that a
-// retry scheduled during shutdown never vanishes without a trace. The caller
-// holds mu.
+// reject counts a timer refused because the wheel is stopped and marks it,
+// so that Timer.Rejected tells. The caller holds mu, and calls warn after
+// releasing it.
 func (tw *TimingWheel) reject(t *Timer) {
 	t.rejected = true
 	tw.rejected.Add(1)
+}
+
+// warn logs the wheel's first refused timer, once, so that a retry scheduled
+// during shutdown never vanishes without a trace. It is called without mu:
+// the log's writer is the user's.
+func (tw *TimingWheel) warn() {
 	if !tw.warned.Swap(true) {
 		log.Print("timingwheel: a timer was scheduled on a stopped wheel and will never run; " +
 			"Timer.Rejected tells which, Stats.Rejected and timingwheel_rejected_timers_total count them (logged once per wheel)")

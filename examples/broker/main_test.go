@@ -42,6 +42,9 @@ func TestRunAccountsForEveryRequest(t *testing.T) {
 		require.Zero(t, s.endedTwice)
 		require.Equal(t, 3, strings.Count(out.String(), "produce +"), "a status line per second:\n%s", out.String())
 		require.Contains(t, out.String(), "summary: produce")
+		// What shutdown discards is said for what it is: not lost work.
+		require.Regexp(t, `shutdown: \d+ simulated replica acknowledgements were still in flight and were discarded; every request had already ended, so none lost its answer`, out.String())
+		require.NotContains(t, out.String(), "dropped")
 	})
 }
 
