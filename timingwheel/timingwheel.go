@@ -160,7 +160,10 @@ func (tw *TimingWheel) Err() error {
 // (see [Timer.Rejected]), Start and Err return [ErrStopped], and the driver
 // goroutine exits. The functions given to AfterStop start, each in its own
 // goroutine. Contexts made by WithTimeout and WithDeadline are not handed
-// back: they keep their deadlines on runtime timers.
+// back: they keep their deadlines on runtime timers. The timeouts of
+// purgatories on the wheel are handed back, but need not be run: each
+// purgatory closes itself when its wheel stops (its operations end Closed),
+// and running them would end those operations as Expired before their time.
 func (tw *TimingWheel) Stop() (pending []func()) {
 	tw.mustBeNew()
 	var keep []*Timer
