@@ -134,12 +134,12 @@ type deadlineCtx struct {
 // rareFields are what few contexts need, kept apart so that the common one
 // stays small (BenchmarkContextTimeout).
 type rareFields struct {
-	deadline time.Time            // as given to WithDeadline; immutable
-	given    bool                 // deadline is set; else it is the wheel's start plus timer.exp
-	cause    error                // the deadline's cause (WithDeadlineCause); nil: DeadlineExceeded; immutable
-	record   any                  // a cancelled *context.cancelCtx holding the cause, if it differs from err
-	runtime  *time.Timer          // the deadline, once the wheel has stopped
-	after    map[*func()]struct{} // AfterFunc's functions, until the end
+	deadline time.Time   // as given to WithDeadline; immutable
+	given    bool        // deadline is set; else it is the wheel's start plus timer.exp
+	cause    error       // the deadline's cause (WithDeadlineCause); nil: DeadlineExceeded; immutable
+	record   any         // a cancelled *context.cancelCtx holding the cause, if it differs from err
+	runtime  *time.Timer // the deadline, once the wheel has stopped
+	after    funcSet     // AfterFunc's functions, until the end
 }
 
 // rare returns c.extra, making it if needed; the caller holds c.mu, or is
@@ -241,25 +241,12 @@ func isCauseKey(key any) bool { return causeKeyProbe.Value(key) == causeKeyProbe
 // that neither waits in a goroutine of its own. f must not block.
 func (c *deadlineCtx) AfterFunc(f func()) (stop func() bool) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.err != nil {
-		c.mu.Unlock()
 		go f()
 		return func() bool { return false }
 	}
-	key := &f
-	x := c.rare()
-	if x.after == nil {
-		x.after = make(map[*func()]struct{})
-	}
-	x.after[key] = struct{}{}
-	c.mu.Unlock()
-	return func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		_, ok := x.after[key]
-		delete(x.after, key)
-		return ok
-	}
+	return c.rare().after.add(f, &c.mu)
 }
 
 // expire is the timer's callback: it ends c at the deadline. Called before the
@@ -308,7 +295,7 @@ func (c *deadlineCtx) end(err, cause error) {
 	} else {
 		close(c.done)
 	}
-	var after map[*func()]struct{}
+	var after funcSet
 	var rt *time.Timer
 	if x := c.extra; x != nil {
 		after, rt = x.after, x.runtime

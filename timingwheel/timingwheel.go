@@ -68,11 +68,11 @@ type TimingWheel struct {
 	// look at the wheel, in ns since start; math.MaxInt64 when it waits for
 	// nothing. A timer that is due earlier sends a token on wake.
 	sleepUntil time.Duration
-	wake       chan struct{}        // capacity 1: a token means "look again"
-	quit       chan struct{}        // closed by Stop
-	done       chan struct{}        // closed when the driver exits; nil if none was started
-	afterStop  map[*func()]struct{} // AfterStop's functions, until Stop starts them; guarded by mu
-	inflight   inflight.Counter     // callbacks and AfterStop functions started and not yet returned
+	wake       chan struct{}    // capacity 1: a token means "look again"
+	quit       chan struct{}    // closed by Stop
+	done       chan struct{}    // closed when the driver exits; nil if none was started
+	afterStop  funcSet          // AfterStop's functions, until Stop starts them; guarded by mu
+	inflight   inflight.Counter // callbacks and AfterStop functions started and not yet returned
 
 	onPanic  func(recovered any)
 	observer Observer
@@ -206,26 +206,14 @@ func (tw *TimingWheel) AfterStop(f func()) (stop func() bool) {
 	if f == nil {
 		panic("timingwheel: AfterStop called with a nil func")
 	}
-	key := &f
 	tw.mu.Lock()
+	defer tw.mu.Unlock()
 	if tw.state == stopped {
 		tw.inflight.Add(1)
-		tw.mu.Unlock()
 		go tw.runAfterStop(f)
 		return func() bool { return false }
 	}
-	if tw.afterStop == nil {
-		tw.afterStop = make(map[*func()]struct{})
-	}
-	tw.afterStop[key] = struct{}{}
-	tw.mu.Unlock()
-	return func() bool {
-		tw.mu.Lock()
-		defer tw.mu.Unlock()
-		_, ok := tw.afterStop[key]
-		delete(tw.afterStop, key)
-		return ok
-	}
+	return tw.afterStop.add(f, &tw.mu)
 }
 
 func (tw *TimingWheel) runAfterStop(f func()) {
