@@ -1,4 +1,4 @@
 package delayqueue
 
 // Len exposes Queue.len to the external tests.
-func Len[T any](q *Queue[T]) int { return q.len() }
+func Len[T comparable](q *Queue[T]) int { return q.len() }

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/purgatory-go/purgatory/delayqueue"
 )
@@ -17,22 +16,22 @@ func FuzzOrder(f *testing.F) {
 	f.Add([]byte{7, 7, 7, 7, 128, 0, 1, 2})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		type it struct {
-			exp time.Duration
+			exp int64
 			seq int
 		}
 		q := delayqueue.New[int]()
 		var model []it
-		now := time.Duration(0)
+		now := int64(0)
 		for i := 0; i+1 < len(data); i += 2 {
 			v := int(binary.LittleEndian.Uint16(data[i:]))
 			if v&1 == 0 { // offer
-				exp := time.Duration(v >> 1 % 64)
+				exp := int64(v >> 1 % 64)
 				q.Offer(i, exp)
 				model = append(model, it{exp, i})
 				slices.SortStableFunc(model, func(a, b it) int { return int(a.exp - b.exp) })
 				continue
 			}
-			now += time.Duration(v >> 1 % 8) // poll after time moves on
+			now += int64(v >> 1 % 8) // poll after time moves on
 			got, ok := q.Poll(now)
 			want := len(model) > 0 && model[0].exp <= now
 			if ok != want {

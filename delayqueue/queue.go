@@ -6,35 +6,32 @@
 // a wheel of their own; most programs want timingwheel instead. Its API may
 // still change before v1.0 (see CHANGELOG.md).
 //
-// Expirations are durations since an epoch the caller chooses. The queue never
+// Expirations are int64s in a unit and from an epoch the caller chooses (the
+// timing wheel uses ticks since its start). The queue never
 // reads the clock: Poll takes "now" as an argument and Peek tells when the
 // next item is due, so the caller decides how to wait, and tests can drive it
 // in fake time.
 package delayqueue
 
-import (
-	"time"
-
-	"github.com/emirpasic/gods/v2/queues/priorityqueue"
-)
+import "github.com/emirpasic/gods/v2/queues/priorityqueue"
 
 // Queue is a delay queue of values of type T. It must be created with [New].
 //
 // Concurrency: a Queue is not safe for concurrent use. The timing wheel calls
 // it under its own lock, which is the only lock on the path from scheduling a
 // timer to running it.
-type Queue[T any] struct {
-	heap *priorityqueue.Queue[*item[T]]
-	seq  uint64 // keeps items with equal expirations in offer order
+type Queue[T comparable] struct {
+	heap *priorityqueue.Queue[item[T]] // items by value: an Offer allocates nothing once the heap has grown
+	seq  uint64                        // keeps items with equal expirations in offer order
 }
 
-type item[T any] struct {
+type item[T comparable] struct {
 	value      T
-	expiration time.Duration
+	expiration int64
 	seq        uint64
 }
 
-func compare[T any](a, b *item[T]) int {
+func compare[T comparable](a, b item[T]) int {
 	switch {
 	case a.expiration < b.expiration:
 		return -1
@@ -49,19 +46,19 @@ func compare[T any](a, b *item[T]) int {
 }
 
 // New returns an empty Queue.
-func New[T any]() *Queue[T] {
+func New[T comparable]() *Queue[T] {
 	return &Queue[T]{heap: priorityqueue.NewWith(compare[T])}
 }
 
 // Offer adds value, to become available at expiration.
-func (q *Queue[T]) Offer(value T, expiration time.Duration) {
+func (q *Queue[T]) Offer(value T, expiration int64) {
 	q.seq++
-	q.heap.Enqueue(&item[T]{value: value, expiration: expiration, seq: q.seq})
+	q.heap.Enqueue(item[T]{value: value, expiration: expiration, seq: q.seq})
 }
 
 // Poll removes and returns the earliest item if its expiration is at or before
 // now. It returns false if the queue is empty or the earliest item is not due.
-func (q *Queue[T]) Poll(now time.Duration) (value T, ok bool) {
+func (q *Queue[T]) Poll(now int64) (value T, ok bool) {
 	head, ok := q.heap.Peek()
 	if !ok || head.expiration > now {
 		return value, false
@@ -71,8 +68,7 @@ func (q *Queue[T]) Poll(now time.Duration) (value T, ok bool) {
 }
 
 // Peek returns the earliest expiration in the queue, and false if it is empty.
-// The delay until the next item is due is expiration minus now.
-func (q *Queue[T]) Peek() (expiration time.Duration, ok bool) {
+func (q *Queue[T]) Peek() (expiration int64, ok bool) {
 	head, ok := q.heap.Peek()
 	if !ok {
 		return 0, false

@@ -123,8 +123,12 @@ type Op struct {
 	start   time.Duration // since stats.epoch, when bound; read only with an observer
 	first   node          // the place in the first key's watch list: most operations watch one key
 	nodes   []*node       // places under further keys
-	timer   *timingwheel.Timer
+	timed   bool          // timer is armed (or being armed) for Timeout
 	stopCtx func() bool
+	// timer is the timeout, owned by the operation (initialised by bind):
+	// no allocation of its own, and no closure, since the operation is its
+	// Handler (opTimeout).
+	timer timingwheel.Timer
 
 	// added is set by the first TryCompleteElseWatch. It comes last, next to
 	// the embedding operation's own first fields, so that touch can bring
@@ -221,12 +225,12 @@ func (o *Op) detach() *counters {
 	o.book.Lock()
 	o.done = true
 	first := o.first.owner
-	nodes, timer, stopCtx, stats := o.nodes, o.timer, o.stopCtx, o.stats
-	o.nodes, o.timer, o.stopCtx = nil, nil, nil
+	nodes, timed, stopCtx, stats := o.nodes, o.timed, o.stopCtx, o.stats
+	o.nodes, o.timed, o.stopCtx = nil, false, nil
 	o.book.Unlock()
 
-	if timer != nil {
-		timer.Stop()
+	if timed {
+		o.timer.Stop()
 	}
 	if stopCtx != nil {
 		stopCtx()
@@ -249,6 +253,12 @@ func (o *Op) withdraw() {
 		stats.delayed.Add(-1)
 	}
 }
+
+// opTimeout is an operation as its timeout's Handler, a type of its own so
+// that Op has no Fire method to promote into the user's type.
+type opTimeout Op
+
+func (o *opTimeout) Fire() { (*Op)(o).expire() }
 
 // expire is the timeout's callback and contextDone the context's. They run on
 // goroutines the library owns, so a panic in the user's callbacks is recovered
@@ -280,13 +290,14 @@ func (o *Op) end(outcome Outcome) bool {
 // bind makes the operation part of a purgatory, once: it records the
 // embedding operation and the purgatory's counters. It returns false if the
 // operation had already ended (ForceComplete before it was added).
-func (o *Op) bind(impl Operation, stats *counters) bool {
+func (o *Op) bind(impl Operation, stats *counters, tw *timingwheel.TimingWheel) bool {
 	o.book.Lock()
 	defer o.book.Unlock()
 	if o.done || o.state.Load() != int32(Pending) {
 		return false
 	}
 	o.impl, o.stats = impl, stats
+	tw.InitTimer(&o.timer, (*opTimeout)(o))
 	if stats.observer != nil {
 		o.start = time.Since(stats.epoch)
 	}
@@ -326,26 +337,25 @@ func hidden(impl Operation) (msg string) {
 }
 
 // arm starts the operation's timeout and ties it to its context.
-func (o *Op) arm(tw *timingwheel.TimingWheel) {
+func (o *Op) arm() {
 	if o.Timeout != 0 && o.Timeout != NoTimeout {
-		o.setTimer(tw.AfterFunc(o.Timeout, o.expire))
+		o.armTimer()
 	}
 	if ctx := o.Context; ctx != nil {
 		o.setStopCtx(context.AfterFunc(ctx, o.contextDone))
 	}
 }
 
-// setTimer records the operation's timeout timer, or stops the timer if the
-// operation ended while it was being started.
-func (o *Op) setTimer(t *timingwheel.Timer) {
+// armTimer arms the operation's timeout and records it, or stops it again if
+// the operation ended while it was being armed.
+func (o *Op) armTimer() {
+	o.timer.Reset(o.Timeout)
 	o.book.Lock()
 	done := o.done
-	if !done {
-		o.timer = t
-	}
+	o.timed = !done
 	o.book.Unlock()
 	if done {
-		t.Stop()
+		o.timer.Stop()
 	}
 }
 

@@ -131,7 +131,7 @@ func (p *Purgatory[K]) TryCompleteElseWatch(op Operation, keys ...K) bool {
 	if !o.added.CompareAndSwap(false, true) {
 		panic("purgatory: operation passed to TryCompleteElseWatch twice; use a new operation")
 	}
-	if !o.bind(op, &p.stats) {
+	if !o.bind(op, &p.stats, p.tw) {
 		return false
 	}
 	if p.closed.Load() {
@@ -158,7 +158,7 @@ func (p *Purgatory[K]) TryCompleteElseWatch(op Operation, keys ...K) bool {
 			}
 		}
 		if ok = o.check(op); !ok && o.state.Load()&outcomeBits == 0 {
-			o.arm(p.tw)
+			o.arm()
 		}
 	}
 	for {

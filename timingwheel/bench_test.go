@@ -3,6 +3,7 @@ package timingwheel_test
 import (
 	"context"
 	"runtime"
+	"runtime/metrics"
 	"sync"
 	"testing"
 	"time"
@@ -51,10 +52,58 @@ func BenchmarkAfterFuncStop(b *testing.B) {
 	systems(b, func(b *testing.B, s scheduler) {
 		defer park(s)()
 		b.ReportAllocs()
+		defer reportGC(b)()
 		for b.Loop() {
 			s.AfterFunc(30*time.Second, noop).Stop()
 		}
 	})
+}
+
+// record is a caller's value with its own timeout Timer, for
+// BenchmarkOwnedResetStop: it is its Timer's Handler.
+type record struct {
+	timeout timingwheel.Timer
+	fired   bool
+}
+
+func (r *record) Fire() { r.fired = true }
+
+// BenchmarkOwnedResetStop is W2 with timers the caller owns: a million records
+// parked at 30 minutes, each embedding its Timer, and each op arms one more
+// record's Timer at 30 seconds and stops it, allocating nothing.
+func BenchmarkOwnedResetStop(b *testing.B) {
+	tw, err := timingwheel.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tw.Stop()
+	records := make([]record, parked+1)
+	for i := range records {
+		tw.InitTimer(&records[i].timeout, &records[i])
+	}
+	for i := range parked {
+		records[i].timeout.Reset(30 * time.Minute)
+	}
+	r := &records[parked]
+	b.ReportAllocs()
+	defer reportGC(b)()
+	for b.Loop() {
+		r.timeout.Reset(30 * time.Second)
+		r.timeout.Stop()
+	}
+}
+
+// reportGC returns a function that reports the garbage collector's CPU time
+// per op (gc-ns/op) since reportGC was called, as the runtime estimates it.
+func reportGC(b *testing.B) func() {
+	sample := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	metrics.Read(sample)
+	before := sample[0].Value.Float64()
+	return func() {
+		runtime.GC() // the estimate is brought up to date at each cycle
+		metrics.Read(sample)
+		b.ReportMetric((sample[0].Value.Float64()-before)*1e9/float64(b.N), "gc-ns/op")
+	}
 }
 
 // BenchmarkAfterFuncStopParallel is W2p: the same pairs from GOMAXPROCS
@@ -63,6 +112,7 @@ func BenchmarkAfterFuncStopParallel(b *testing.B) {
 	systems(b, func(b *testing.B, s scheduler) {
 		defer park(s)()
 		b.ReportAllocs()
+		defer reportGC(b)()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				s.AfterFunc(30*time.Second, noop).Stop()

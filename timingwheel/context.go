@@ -2,7 +2,6 @@ package timingwheel
 
 import (
 	"context"
-	"math"
 	"reflect"
 	"sync"
 	"time"
@@ -48,10 +47,11 @@ func (tw *TimingWheel) WithTimeoutCause(parent context.Context, d time.Duration,
 func (tw *TimingWheel) withTimeout(parent context.Context, d time.Duration, cause error) (context.Context, context.CancelFunc) {
 	tw.mustBeNew()
 	now := tw.now()
-	if d > math.MaxInt64-now { // beyond the wheel's range
-		return tw.withDeadline(parent, now, math.MaxInt64, time.Now().Add(d), true, cause)
+	if when := now.add(d); when != never {
+		return tw.withDeadline(parent, now, when, tw.timeOf(when), false, cause)
 	}
-	return tw.withDeadline(parent, now, int64(now+d), tw.start.Add(now+d), false, cause)
+	// beyond the wheel's range
+	return tw.withDeadline(parent, now, never, time.Now().Add(d), true, cause)
 }
 
 // WithDeadline is context.WithDeadline with its timer on the wheel: the
@@ -76,13 +76,13 @@ func (tw *TimingWheel) WithDeadline(parent context.Context, deadline time.Time) 
 // (a nil cause means context.DeadlineExceeded).
 func (tw *TimingWheel) WithDeadlineCause(parent context.Context, deadline time.Time, cause error) (context.Context, context.CancelFunc) {
 	tw.mustBeNew()
-	return tw.withDeadline(parent, tw.now(), tw.at(deadline), deadline, true, cause)
+	return tw.withDeadline(parent, tw.now(), tw.instantOf(deadline), deadline, true, cause)
 }
 
-// withDeadline makes the context for deadline, which is exp in the wheel's
-// time; now is the wheel's time of the call. A deadline that is not the
-// wheel's start plus exp is given, and kept as it is.
-func (tw *TimingWheel) withDeadline(parent context.Context, now time.Duration, exp int64, deadline time.Time, given bool, cause error) (context.Context, context.CancelFunc) {
+// withDeadline makes the context for deadline, which is the instant when;
+// now is the instant of the call. A deadline that is not the time of when is
+// given, and kept as it is.
+func (tw *TimingWheel) withDeadline(parent context.Context, now, when instant, deadline time.Time, given bool, cause error) (context.Context, context.CancelFunc) {
 	if parent == nil {
 		panic("timingwheel: WithTimeout or WithDeadline called with a nil parent context")
 	}
@@ -96,20 +96,18 @@ func (tw *TimingWheel) withDeadline(parent context.Context, now time.Duration, e
 	if given {
 		c.rare().deadline, c.extra.given = deadline, true
 	}
-	c.timer.tw, c.timer.f, c.timer.keepsDeadline = tw, c.expire, true
-	c.timer.e.Value = &c.timer
-	c.timer.exp = exp
+	c.timer.t = timer{tw: tw, h: (*ctxDeadline)(c), when: when, keepsDeadline: true}
 	if c.follow(parent) {
 		return c, c.cancel
 	}
-	if exp <= int64(now) { // already passed: done at once, as the standard library's
+	if when <= now { // already passed: done at once, as the standard library's
 		c.end(context.DeadlineExceeded, cause)
 		return c, c.cancel
 	}
 	tw.mu.Lock()
 	stopped := tw.state == stopped
 	if !stopped {
-		tw.schedule(&c.timer)
+		tw.schedule(&c.timer.t)
 	}
 	tw.mu.Unlock()
 	if stopped {
@@ -135,7 +133,7 @@ type deadlineCtx struct {
 // stays small (BenchmarkContextTimeout).
 type rareFields struct {
 	deadline time.Time   // as given to WithDeadline; immutable
-	given    bool        // deadline is set; else it is the wheel's start plus timer.exp
+	given    bool        // deadline is set; else it is the time of timer.t.when
 	cause    error       // the deadline's cause (WithDeadlineCause); nil: DeadlineExceeded; immutable
 	record   any         // a cancelled *context.cancelCtx holding the cause, if it differs from err
 	runtime  *time.Timer // the deadline, once the wheel has stopped
@@ -193,7 +191,7 @@ func (c *deadlineCtx) Deadline() (time.Time, bool) {
 	if x != nil && x.given {
 		return x.deadline, true
 	}
-	return c.timer.tw.start.Add(time.Duration(c.timer.exp)), true
+	return c.timer.t.tw.timeOf(c.timer.t.when), true
 }
 
 func (c *deadlineCtx) Done() <-chan struct{} {
@@ -249,11 +247,17 @@ func (c *deadlineCtx) AfterFunc(f func()) (stop func() bool) {
 	return c.rare().after.add(f, &c.mu)
 }
 
+// ctxDeadline is a deadlineCtx as its timer's Handler, a type of its own so
+// that the context has no Fire method for others to find.
+type ctxDeadline deadlineCtx
+
+func (c *ctxDeadline) Fire() { (*deadlineCtx)(c).expire() }
+
 // expire is the timer's callback: it ends c at the deadline. Called before the
 // deadline, by a wheel that is stopping (or stopped), it moves the deadline to
 // a runtime timer instead.
 func (c *deadlineCtx) expire() {
-	if left := time.Duration(c.timer.exp) - c.timer.tw.now(); left > 0 {
+	if left := c.timer.t.when.until(c.timer.t.tw.now()); left > 0 {
 		c.mu.Lock()
 		if x := c.rare(); c.err == nil && x.runtime == nil {
 			x.runtime = time.AfterFunc(left, c.expire)

@@ -46,12 +46,12 @@ func PoolExecutor(maxWorkers int) Executor { return Executor{kind: poolKind, wor
 // executor need not know which goroutines run them.)
 type executor interface {
 	// execute runs or queues every timer in due; it keeps no reference to due.
-	execute(due []*Timer)
+	execute(due []*timer)
 }
 
-type inline struct{ run func(*Timer) }
+type inline struct{ run func(*timer) }
 
-func (x inline) execute(due []*Timer) {
+func (x inline) execute(due []*timer) {
 	for _, t := range due {
 		x.run(t)
 	}
@@ -68,37 +68,41 @@ const maxIdleQueue = 4096
 // run, while the bound allows; and a burst of short callbacks, which workers
 // take faster than goroutines start, starts few workers.
 type pool struct {
-	run func(*Timer)
+	run func(*timer)
 	max int
 
 	mu      sync.Mutex // guards everything below
-	queue   []*Timer
+	queue   []*timer
 	head    int // queue[head:] is waiting to run
 	workers int // started and not yet exited
 	spare   int // workers not inside a callback
 }
 
-func newPool(maxWorkers int, run func(*Timer)) *pool {
+func newPool(maxWorkers int, run func(*timer)) *pool {
 	return &pool{run: run, max: maxWorkers}
 }
 
-func (p *pool) execute(due []*Timer) {
+func (p *pool) execute(due []*timer) {
 	if len(due) == 0 {
 		return
 	}
 	p.mu.Lock()
-	if p.head > 0 && p.head*2 >= len(p.queue) {
-		// Slide the waiting part down so a queue that never quite drains
-		// does not grow without bound.
-		n := copy(p.queue, p.queue[p.head:])
-		clear(p.queue[n:])
-		p.queue, p.head = p.queue[:n], 0
-	}
+	p.compact()
 	p.queue = append(p.queue, due...)
 	start := p.needSpare()
 	p.mu.Unlock()
 	if start {
 		go p.work()
+	}
+}
+
+// compact slides the waiting part of the queue down, so that a queue that
+// never quite drains does not grow without bound; the caller holds mu.
+func (p *pool) compact() {
+	if p.head > 0 && p.head*2 >= len(p.queue) {
+		n := copy(p.queue, p.queue[p.head:])
+		clear(p.queue[n:])
+		p.queue, p.head = p.queue[:n], 0
 	}
 }
 
@@ -113,8 +117,44 @@ func (p *pool) needSpare() bool {
 	return true
 }
 
+// relay is execute for a driver that will run the first callback itself (see
+// driveWith): if the bound allows, it counts the driver as a worker inside a
+// callback, queues the rest, and returns the first. Otherwise it queues them
+// all and returns false.
+func (p *pool) relay(due []*timer) (first *timer, ok bool) {
+	p.mu.Lock()
+	if p.workers == p.max {
+		p.mu.Unlock()
+		p.execute(due)
+		return nil, false
+	}
+	p.workers++
+	p.compact()
+	p.queue = append(p.queue, due[1:]...)
+	start := p.needSpare()
+	p.mu.Unlock()
+	if start {
+		go p.work()
+	}
+	return due[0], true
+}
+
+// runThenServe runs t on a worker counted by relay, then serves the queue.
+func (p *pool) runThenServe(t *timer) {
+	p.run(t)
+	p.mu.Lock()
+	p.spare++
+	p.serve()
+}
+
 func (p *pool) work() {
 	p.mu.Lock()
+	p.serve()
+}
+
+// serve is a spare worker's loop: it runs queued callbacks until none is
+// left, then exits. It is called with mu held, and releases it.
+func (p *pool) serve() {
 	for p.head < len(p.queue) {
 		t := p.queue[p.head]
 		p.queue[p.head] = nil

@@ -18,11 +18,11 @@ func FuzzWheel(f *testing.F) {
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		const tick, size, ids = time.Millisecond, 4, 16
 		w := newWheel(tick, size)
-		timers := make([]*Timer, ids)
+		timers := make([]*timer, ids)
 		for i := range timers {
 			timers[i] = newEntry(0)
 		}
-		index := func(tm *Timer) int { return slices.Index(timers, tm) }
+		index := func(tm *timer) int { return slices.Index(timers, tm) }
 		type model struct {
 			id  int
 			due time.Duration // its deadline: it must fire at the first advance at or after it
@@ -35,20 +35,20 @@ func FuzzWheel(f *testing.F) {
 			switch kind {
 			case 0: // add, or reset if pending: a deadline from -1 to ~190 ticks ahead
 				exp := now + (arg-1)*tick*3/4 + arg*time.Microsecond
-				timers[id].exp = int64(exp)
-				w.schedule(&timers[id].e)
+				timers[id].when = instant(exp)
+				w.schedule(timers[id])
 				pending = slices.DeleteFunc(pending, func(m model) bool { return m.id == id })
 				pending = append(pending, model{id, exp})
 			case 1: // stop
 				was := slices.IndexFunc(pending, func(m model) bool { return m.id == id }) >= 0
-				if got := timers[id].e.Remove(); got != was {
+				if got := w.stop(timers[id]); got != was {
 					t.Fatalf("stop %d: wheel says pending=%v, model %v", id, got, was)
 				}
 				pending = slices.DeleteFunc(pending, func(m model) bool { return m.id == id })
 			default: // advance the clock by up to ~50 ticks, often mid-tick
 				now += arg * tick / 5
 				var got, want []int
-				for _, tm := range w.poll(now, nil) {
+				for _, tm := range w.poll(instant(now), nil) {
 					got = append(got, index(tm))
 				}
 				for _, m := range pending {
@@ -63,8 +63,8 @@ func FuzzWheel(f *testing.F) {
 					t.Fatalf("at %v the wheel fired %v, the model %v", now, got, want)
 				}
 			}
-			if w.count.Load() != int64(len(pending)) {
-				t.Fatalf("wheel holds %d timers, model %d", w.count.Load(), len(pending))
+			if w.count != len(pending) {
+				t.Fatalf("wheel holds %d timers, model %d", w.count, len(pending))
 			}
 		}
 	})

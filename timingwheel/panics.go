@@ -18,10 +18,10 @@ func (tw *TimingWheel) observe(late []time.Duration) {
 
 // run calls t's callback, recovering a panic so that it cannot kill the driver or
 // a worker and lose the timers behind it.
-func (tw *TimingWheel) run(t *Timer) {
+func (tw *TimingWheel) run(t *timer) {
 	defer tw.inflight.Done()
 	defer tw.recoverPanic("a timer's callback")
-	t.f()
+	t.h.Fire()
 }
 
 // recoverPanic is deferred around user code. It counts a recovered panic and

@@ -35,37 +35,33 @@ func (tw *TimingWheel) ScheduleFunc(s Scheduler, f func()) *Timer {
 	if s == nil || f == nil {
 		panic("timingwheel: ScheduleFunc called with a nil Scheduler or func")
 	}
-	t := &Timer{tw: tw}
-	t.e.Value = t
-	r := &recurrence{t: t, s: s, f: f}
-	t.f = r.run
-	first := s.Next(time.Now())
-	tw.mu.Lock()
-	refused := tw.state == stopped
-	switch {
-	case refused:
-		tw.reject(t)
-	case !first.IsZero():
-		t.exp = tw.at(first)
-		tw.schedule(t)
+	r := &recurrence{s: s, f: f}
+	r.t.t = timer{tw: tw, h: r}
+	if first := s.Next(time.Now()); !first.IsZero() {
+		r.t.t.arm(tw.instantOf(first))
+	} else {
+		tw.mu.Lock()
+		if tw.state == stopped {
+			tw.reject(&r.t.t)
+		}
+		tw.mu.Unlock()
 	}
-	tw.mu.Unlock()
-	if refused {
-		tw.warn()
-	}
-	return t
+	return &r.t
 }
 
+// recurrence is a recurring schedule: its Timer, handed to the caller, and
+// the Handler that runs f and rearms the Timer.
 type recurrence struct {
-	t *Timer
+	t Timer
 	s Scheduler
 	f func()
 }
 
-func (r *recurrence) run() {
-	tw := r.t.tw
+// Fire runs f once and arms the next run.
+func (r *recurrence) Fire() {
+	tw := r.t.t.tw
 	tw.mu.Lock()
-	planned := tw.start.Add(time.Duration(r.t.exp))
+	planned := tw.timeOf(r.t.t.when)
 	tw.mu.Unlock()
 	defer r.rearm(planned)
 	r.f()
@@ -76,19 +72,15 @@ func (r *recurrence) rearm(planned time.Time) {
 	if now := time.Now(); !next.IsZero() && !next.After(now) {
 		next = r.s.Next(now)
 	}
-	tw := r.t.tw
+	t := &r.t.t
+	tw := t.tw
 	tw.mu.Lock()
 	defer tw.mu.Unlock()
-	// Stop during the run ends the schedule; Reset during the run has already
-	// armed the next one.
-	if next.IsZero() || r.t.stopped || r.t.e.Bucket() != nil || tw.state == stopped {
+	// Stop during the run made the timer idle, which ends the schedule; Reset
+	// during the run has armed the next one already.
+	if next.IsZero() || t.state != handed || tw.state == stopped {
 		return
 	}
-	r.t.exp = tw.at(next)
-	tw.schedule(r.t)
-}
-
-// at converts an absolute time into nanoseconds since the wheel's start.
-func (tw *TimingWheel) at(t time.Time) int64 {
-	return max(int64(t.Sub(tw.start)), 0)
+	t.when = tw.instantOf(next)
+	tw.schedule(t)
 }

@@ -1,28 +1,103 @@
 package timingwheel
 
-import "time"
+import (
+	"time"
 
-// Timer is a callback scheduled on a TimingWheel, returned by AfterFunc and
-// ScheduleFunc. Its methods are safe for concurrent use, from any goroutine and
-// from inside callbacks. A nil or zero Timer is never pending: Stop and Reset on
-// it return false and do nothing.
+	"github.com/purgatory-go/purgatory/bucket"
+)
+
+// Timer is a callback scheduled on a TimingWheel. AfterFunc, NewTimer and
+// ScheduleFunc return one they allocate; [TimingWheel.InitTimer] prepares one
+// the caller owns, a field of a struct of theirs, so that arming it allocates
+// nothing. Its methods are safe for concurrent use, from any goroutine and from
+// inside callbacks. A nil or zero Timer is never pending: Stop and Reset on it
+// return false and do nothing. A Timer must not be copied once made or
+// initialised (go vet reports copies).
 //
-// A Timer is one allocation of 64 bytes; it is its own entry in the wheel's
-// bucket list, so stopping it unlinks it at once in O(1), with nothing left to
+// A Timer is 64 bytes: its own element in the wheel's bucket list (two
+// pointers), so stopping it unlinks it at once in O(1), with nothing left to
 // be swept later.
 type Timer struct {
-	e       entry // e.Value is the Timer itself
-	exp     int64 // the deadline, in ns since the wheel's start; guarded by tw.mu once scheduled
-	tw      *TimingWheel
-	f       func()
-	stopped bool // set by Stop, cleared by Reset: ends a recurring schedule; guarded by tw.mu
-	// rejected is set when the wheel refused the timer because it was
-	// stopped; guarded by tw.mu.
+	_ noCopy
+	t timer
+}
+
+// timer is a Timer's state, and the element the wheel links. Every field but
+// tw, h and keepsDeadline is guarded by tw.mu.
+//
+// A timer is in one of four states (state):
+//
+//	idle     Not linked: never armed, stopped, or refused by a stopped wheel
+//	         (rejected). Stop returns false; Reset arms it.
+//	inLevel  Linked in the bucket of one of the wheel's levels: the bucket of
+//	         the tick when falls in, on the finest level that spans it. Counted
+//	         in w.count.
+//	inNear   Linked in w.near, because the tick when falls in has begun, and
+//	         listed in w.nearHeap at when. Counted in w.count. Stop and Reset
+//	         leave the heap entry behind: an entry whose timer is no longer
+//	         inNear with the same when is stale and is skipped when popped (the
+//	         runtime's timerModified follows the same rule).
+//	handed   Taken out of the wheel at its deadline and handed to the executor,
+//	         whose call of h.Fire may not have started yet. Not linked, not
+//	         counted. A recurring timer is handed between a run's start and
+//	         its rearm, which arms it again only if it is still handed: Stop
+//	         made it idle, Reset armed it already.
+//
+// Who moves a timer, always under tw.mu:
+//
+//	idle, handed -> inLevel, inNear   schedule: AfterFunc, Reset, a rearm
+//	inLevel -> inLevel, inNear        the flush of a coarser bucket (cascade)
+//	inLevel, inNear -> handed         poll, at or after when
+//	inLevel, inNear -> inLevel, inNear  Reset
+//	any -> idle                       Stop; the wheel's Stop (drain)
+type timer struct {
+	links bucket.Links[timer]
+	tw    *TimingWheel // immutable once set
+	h     Handler      // immutable once set
+	when  instant      // the deadline
+	state timerState
+	// rejected is set when a stopped wheel refused to schedule the timer.
 	rejected bool
-	// keepsDeadline marks a context's timer: Stop calls f instead of handing
-	// it back, and f moves the deadline to a runtime timer. Immutable.
+	// keepsDeadline marks a context's timer: the wheel's Stop calls h.Fire
+	// instead of handing it back, and Fire moves the deadline to a runtime
+	// timer. Immutable.
 	keepsDeadline bool
 }
+
+type timerState uint8
+
+const (
+	idle timerState = iota
+	inLevel
+	inNear
+	handed
+)
+
+// Links makes *timer a bucket.Node.
+func (t *timer) Links() *bucket.Links[timer] { return &t.links }
+
+// pending reports whether t waits in the wheel.
+func (t *timer) pending() bool { return t.state == inLevel || t.state == inNear }
+
+// A Handler is what a Timer runs when it fires: its Fire method, in the wheel's
+// executor. A struct that embeds a Timer can be the Timer's own Handler (pass
+// a pointer to it to InitTimer), so that neither needs a closure.
+type Handler interface {
+	Fire()
+}
+
+// HandlerFunc adapts a func to a Handler, as http.HandlerFunc does.
+type HandlerFunc func()
+
+// Fire calls f.
+func (f HandlerFunc) Fire() { f() }
+
+// noCopy makes go vet's copylocks check report copies of a Timer, whose
+// neighbours in the wheel point to it.
+type noCopy struct{}
+
+func (*noCopy) Lock()   {}
+func (*noCopy) Unlock() {}
 
 // AfterFunc schedules f to run in the wheel's executor once d has elapsed, and
 // returns a Timer that can stop or reset it. f never runs before d has elapsed
@@ -41,26 +116,15 @@ func (tw *TimingWheel) AfterFunc(d time.Duration, f func()) *Timer {
 	if f == nil {
 		panic("timingwheel: AfterFunc called with a nil func")
 	}
-	t := &Timer{tw: tw, f: f}
-	t.e.Value = t
-	t.exp = tw.expiration(d)
-	tw.mu.Lock()
-	refused := tw.state == stopped
-	if refused {
-		tw.reject(t)
-	} else {
-		tw.schedule(t)
-	}
-	tw.mu.Unlock()
-	if refused {
-		tw.warn()
-	}
+	t := &Timer{t: timer{tw: tw, h: HandlerFunc(f)}}
+	t.t.arm(tw.deadline(d))
 	return t
 }
 
 // NewTimer returns a Timer for f that is not armed, unlike time.NewTimer(d),
-// which starts at once: here Reset arms it, as often as needed. It lets a callback refer to its own Timer without a data race (the
-// variable is set before the timer can run), which a retry loop needs:
+// which starts at once: here Reset arms it, as often as needed. It lets a
+// callback refer to its own Timer without a data race (the variable is set
+// before the timer can run), which a retry loop needs:
 //
 //	t := tw.NewTimer(attempt) // attempt may call t.Reset to retry
 //	t.Reset(0)
@@ -71,9 +135,51 @@ func (tw *TimingWheel) NewTimer(f func()) *Timer {
 	if f == nil {
 		panic("timingwheel: NewTimer called with a nil func")
 	}
-	t := &Timer{tw: tw, f: f}
-	t.e.Value = t
-	return t
+	return &Timer{t: timer{tw: tw, h: HandlerFunc(f)}}
+}
+
+// InitTimer prepares t, a zero Timer the caller owns, to call h.Fire on tw,
+// and leaves it unarmed: Reset arms it, as often as needed, and Stop stops it,
+// as for any Timer. Neither InitTimer nor Reset allocates, which is why a
+// program with millions of records embeds a Timer in each and makes the record
+// its Handler:
+//
+//	type session struct {
+//		idle timingwheel.Timer
+//		...
+//	}
+//
+//	func (s *session) Fire() { ... } // the session has been idle too long
+//
+//	tw.InitTimer(&s.idle, s)
+//	s.idle.Reset(time.Minute)
+//
+// A Timer is initialised once: a nil t or h, or a t already initialised or
+// made by AfterFunc, NewTimer or ScheduleFunc, is a misuse and panics.
+func (tw *TimingWheel) InitTimer(t *Timer, h Handler) {
+	tw.mustBeNew()
+	switch {
+	case t == nil || h == nil:
+		panic("timingwheel: InitTimer called with a nil Timer or Handler")
+	case t.t.tw != nil:
+		panic("timingwheel: InitTimer called on a Timer that is already initialised; a Timer is initialised once, and Reset re-arms it")
+	}
+	t.t.tw, t.t.h = tw, h
+}
+
+// arm schedules t at when, or refuses it if the wheel is stopped.
+func (t *timer) arm(when instant) {
+	tw := t.tw
+	tw.mu.Lock()
+	if tw.state == stopped {
+		tw.reject(t)
+		tw.mu.Unlock()
+		tw.warn()
+		return
+	}
+	t.when = when
+	tw.schedule(t)
+	tw.mu.Unlock()
 }
 
 // Stop prevents the Timer from firing. It returns true if the call stops the
@@ -82,13 +188,12 @@ func (tw *TimingWheel) NewTimer(f func()) *Timer {
 // has already started. On a recurring timer, Stop also ends the schedule, even
 // while a run is in progress.
 func (t *Timer) Stop() bool {
-	if t == nil || t.tw == nil {
+	if t == nil || t.t.tw == nil {
 		return false
 	}
-	tw := t.tw
+	tw := t.t.tw
 	tw.mu.Lock()
-	t.stopped = true
-	ok := t.e.Remove()
+	ok := tw.w.stop(&t.t)
 	tw.mu.Unlock()
 	return ok
 }
@@ -104,22 +209,21 @@ func (t *Timer) Stop() bool {
 // On a recurring timer, Reset moves the next run, and the schedule continues
 // from that run.
 func (t *Timer) Reset(d time.Duration) bool {
-	if t == nil || t.tw == nil {
+	if t == nil || t.t.tw == nil {
 		return false
 	}
-	tw := t.tw
-	exp := tw.expiration(d)
+	tw := t.t.tw
+	when := tw.deadline(d)
 	tw.mu.Lock()
 	if tw.state == stopped {
-		tw.reject(t)
+		tw.reject(&t.t)
 		tw.mu.Unlock()
 		tw.warn()
 		return false
 	}
-	pending := t.e.Bucket() != nil
-	t.stopped = false
-	t.exp = exp
-	tw.schedule(t) // moves it out of its old bucket first
+	pending := t.t.pending()
+	t.t.when = when
+	tw.schedule(&t.t) // moves it out of its old bucket first
 	tw.mu.Unlock()
 	return pending
 }
@@ -129,10 +233,10 @@ func (t *Timer) Reset(d time.Duration) bool {
 // a timer never runs. A stopped wheel stays stopped, so a rejected timer
 // stays rejected.
 func (t *Timer) Rejected() bool {
-	if t == nil || t.tw == nil {
+	if t == nil || t.t.tw == nil {
 		return false
 	}
-	t.tw.mu.Lock()
-	defer t.tw.mu.Unlock()
-	return t.rejected
+	t.t.tw.mu.Lock()
+	defer t.t.tw.mu.Unlock()
+	return t.t.rejected
 }

@@ -26,7 +26,6 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,9 +64,8 @@ type TimingWheel struct {
 	exec  executor
 
 	// sleepUntil is when the driver (or a waiting AdvanceClock) will next
-	// look at the wheel, in ns since start; math.MaxInt64 when it waits for
-	// nothing. A timer that is due earlier sends a token on wake.
-	sleepUntil time.Duration
+	// look at the wheel; never when it waits for nothing. A timer that is due earlier sends a token on wake.
+	sleepUntil instant
 	wake       chan struct{}    // capacity 1: a token means "look again"
 	quit       chan struct{}    // closed by Stop
 	done       chan struct{}    // closed when the driver exits; nil if none was started
@@ -103,7 +101,7 @@ func New(opts ...Option) (*TimingWheel, error) {
 		start:      time.Now(),
 		onPanic:    c.onPanic,
 		observer:   c.observer,
-		sleepUntil: math.MaxInt64,
+		sleepUntil: never,
 		wake:       make(chan struct{}, 1),
 		quit:       make(chan struct{}),
 	}
@@ -166,7 +164,7 @@ func (tw *TimingWheel) Err() error {
 // and running them would end those operations as Expired before their time.
 func (tw *TimingWheel) Stop() (pending []func()) {
 	tw.mustBeNew()
-	var keep []*Timer
+	var keep []*timer
 	tw.mu.Lock()
 	if tw.state == stopped {
 		tw.mu.Unlock()
@@ -174,11 +172,14 @@ func (tw *TimingWheel) Stop() (pending []func()) {
 	}
 	tw.state = stopped
 	close(tw.quit)
-	tw.w.drain(func(e *entry) {
-		if t := e.Value; t.keepsDeadline {
+	tw.w.drain(func(t *timer) {
+		switch f, ok := t.h.(HandlerFunc); {
+		case t.keepsDeadline:
 			keep = append(keep, t)
-		} else {
-			pending = append(pending, t.f)
+		case ok:
+			pending = append(pending, f)
+		default:
+			pending = append(pending, t.h.Fire)
 		}
 	})
 	hooks := tw.afterStop
@@ -186,7 +187,7 @@ func (tw *TimingWheel) Stop() (pending []func()) {
 	tw.inflight.Add(len(hooks))
 	tw.mu.Unlock()
 	for _, t := range keep {
-		t.f() // a context's expire: it moves the deadline to a runtime timer
+		t.h.Fire() // a context's expire: it moves the deadline to a runtime timer
 	}
 	for f := range hooks {
 		go tw.runAfterStop(*f)
@@ -255,10 +256,12 @@ var inCallback = inflight.FramesOf((*TimingWheel).run, (*TimingWheel).runAfterSt
 // Observer returns the Observer given with WithObserver, or nil.
 func (tw *TimingWheel) Observer() Observer { return tw.observer }
 
-// Len returns the number of pending timers. It reads one atomic counter.
+// Len returns the number of pending timers.
 func (tw *TimingWheel) Len() int {
 	tw.mustBeNew()
-	return int(tw.w.count.Load())
+	tw.mu.Lock()
+	defer tw.mu.Unlock()
+	return tw.w.count
 }
 
 // mustBeNew panics with a message that says what to do on a TimingWheel that
@@ -277,7 +280,8 @@ type Stats struct {
 	Rejected int64 // timers scheduled after Stop, which never run
 }
 
-// Stats returns the wheel's counters. It takes no lock.
+// Stats returns the wheel's counters. It holds the wheel's lock only to read
+// Pending.
 func (tw *TimingWheel) Stats() Stats {
 	return Stats{
 		Pending:  tw.Len(),
@@ -287,24 +291,10 @@ func (tw *TimingWheel) Stats() Stats {
 	}
 }
 
-// now returns the time since the wheel's start on the monotonic clock.
-func (tw *TimingWheel) now() time.Duration { return time.Since(tw.start) }
-
-// expiration returns now+d in nanoseconds since start, saturating at MaxInt64.
-func (tw *TimingWheel) expiration(d time.Duration) int64 { return tw.after(tw.now(), d) }
-
-// after returns now+d, saturating at MaxInt64.
-func (tw *TimingWheel) after(now, d time.Duration) int64 {
-	if d > math.MaxInt64-now {
-		return math.MaxInt64
-	}
-	return int64(now + d)
-}
-
 // reject counts a timer refused because the wheel is stopped and marks it,
 // so that Timer.Rejected tells. The caller holds mu, and calls warn after
 // releasing it.
-func (tw *TimingWheel) reject(t *Timer) {
+func (tw *TimingWheel) reject(t *timer) {
 	t.rejected = true
 	tw.rejected.Add(1)
 }
@@ -321,8 +311,8 @@ func (tw *TimingWheel) warn() {
 
 // schedule puts t in the wheel, and wakes whoever waits on the wheel if t is
 // due before it would look. The caller holds mu.
-func (tw *TimingWheel) schedule(t *Timer) {
-	if at, ok := tw.w.schedule(&t.e); ok && at < tw.sleepUntil {
+func (tw *TimingWheel) schedule(t *timer) {
+	if at, ok := tw.w.schedule(t); ok && at < tw.sleepUntil {
 		tw.sleepUntil = at
 		select {
 		case tw.wake <- struct{}{}:

@@ -20,15 +20,12 @@ func BenchmarkWheelSize(b *testing.B) {
 		b.Run(fmt.Sprintf("workload=W1/size=%d", size), func(b *testing.B) {
 			const batch = 100_000
 			rng := rand.New(rand.NewPCG(1, 2))
-			timers := make([]Timer, batch)
-			for i := range timers {
-				timers[i].e.Value = &timers[i]
-			}
+			timers := make([]timer, batch)
 			for b.Loop() {
 				w := newWheel(time.Millisecond, size)
 				for i := range timers {
-					timers[i].exp = int64(time.Millisecond) + rng.Int64N(int64(999*time.Millisecond))
-					w.schedule(&timers[i].e)
+					timers[i].when = instant(time.Millisecond) + instant(rng.Int64N(int64(999*time.Millisecond)))
+					w.schedule(&timers[i])
 				}
 				drain(w)
 			}
@@ -38,22 +35,20 @@ func BenchmarkWheelSize(b *testing.B) {
 	for _, size := range benchSizes {
 		b.Run(fmt.Sprintf("workload=W2/size=%d", size), func(b *testing.B) {
 			w := newWheel(time.Millisecond, size)
-			parked := make([]Timer, 1_000_000)
+			parked := make([]timer, 1_000_000)
 			for i := range parked {
-				parked[i].e.Value = &parked[i]
-				parked[i].exp = int64(30 * time.Minute)
-				w.schedule(&parked[i].e)
+				parked[i].when = instant(30 * time.Minute)
+				w.schedule(&parked[i])
 			}
-			var t Timer
-			t.e.Value = &t
+			var t timer
 			now := time.Duration(0)
 			for b.Loop() {
 				now += 100 * time.Nanosecond // the clock moves as requests arrive
-				t.exp = int64(now + 30*time.Second)
-				w.schedule(&t.e)
-				t.e.Remove()
+				t.when = instant(now + 30*time.Second)
+				w.schedule(&t)
+				w.stop(&t)
 				if now%time.Millisecond == 0 {
-					w.poll(now, nil) // the driver keeps up
+					w.poll(instant(now), nil) // the driver keeps up
 				}
 			}
 		})
@@ -62,7 +57,7 @@ func BenchmarkWheelSize(b *testing.B) {
 
 // drain drives w until every timer has been handed out, as the driver would.
 func drain(w *wheel) {
-	var due []*Timer
+	var due []*timer
 	for {
 		next, ok := w.next() // the next bucket's tick, or the next exact deadline
 		if !ok {

@@ -10,19 +10,18 @@ import (
 
 // newEntry returns a Timer expiring at exp (ns since start) that belongs to no
 // TimingWheel, for tests of the pure wheel.
-func newEntry(exp time.Duration) *Timer {
-	t := &Timer{}
-	t.e.Value = t
-	t.exp = int64(exp)
+func newEntry(exp time.Duration) *timer {
+	t := &timer{}
+	t.when = instant(exp)
 	return t
 }
 
 // runUntilEmpty drives w the way the driver does: sleep until the wheel's
 // next deadline, then poll. It returns when each timer was handed out, and
 // fails if one is handed out twice.
-func runUntilEmpty(t *testing.T, w *wheel, now time.Duration) map[*Timer]time.Duration {
+func runUntilEmpty(t *testing.T, w *wheel, now instant) map[*timer]instant {
 	t.Helper()
-	fired := map[*Timer]time.Duration{}
+	fired := map[*timer]instant{}
 	for {
 		next, ok := w.next()
 		if !ok {
@@ -44,10 +43,10 @@ func TestWheelAdd(t *testing.T) {
 	w.advanceClock(10) // current time: tick 10
 
 	valid := newEntry(15 * time.Millisecond)
-	w.add(&valid.e)
-	require.NotNil(t, valid.e.Bucket())
-	require.NotSame(t, w.nearList, valid.e.Bucket(), "a later tick waits in a bucket")
-	require.EqualValues(t, 12, valid.e.Bucket().Expiration(), "level 1's bucket of ticks 12-15")
+	w.schedule(valid)
+	require.True(t, valid.pending())
+	require.Equal(t, inLevel, valid.state, "a later tick waits in a bucket")
+	require.EqualValues(t, 12, w.levels[1].buckets[3].Expiration(), "level 1's bucket of ticks 12-15")
 
 	// Kafka treats the whole current bucket as expired and fires up to a tick
 	// early; here every deadline in the current tick (or before it) waits in
@@ -55,28 +54,28 @@ func TestWheelAdd(t *testing.T) {
 	expired := newEntry(9 * time.Millisecond)
 	atNow := newEntry(10 * time.Millisecond)
 	inTick := newEntry(10*time.Millisecond + 1)
-	for _, e := range []*Timer{expired, atNow, inTick} {
-		at, ok := w.add(&e.e)
+	for _, e := range []*timer{expired, atNow, inTick} {
+		at, ok := w.schedule(e)
 		require.True(t, ok, "near wakes the driver")
-		require.EqualValues(t, e.exp, at, "at the deadline itself")
-		require.Same(t, w.nearList, e.e.Bucket())
+		require.EqualValues(t, e.when, at, "at the deadline itself")
+		require.Equal(t, inNear, e.state)
 	}
-	require.EqualValues(t, 4, w.count.Load())
+	require.EqualValues(t, 4, w.count)
 
-	require.ElementsMatch(t, []*Timer{expired, atNow}, w.poll(10*time.Millisecond, nil))
-	require.Empty(t, w.poll(10*time.Millisecond, nil))
-	require.Equal(t, []*Timer{inTick}, w.poll(10*time.Millisecond+1, nil), "not a nanosecond early")
+	require.ElementsMatch(t, []*timer{expired, atNow}, w.poll(instant(10*time.Millisecond), nil))
+	require.Empty(t, w.poll(instant(10*time.Millisecond), nil))
+	require.Equal(t, []*timer{inTick}, w.poll(instant(10*time.Millisecond+1), nil), "not a nanosecond early")
 	next, ok := w.next()
 	require.True(t, ok)
-	require.Equal(t, 12*time.Millisecond, next, "then level 1's bucket")
+	require.Equal(t, instant(12*time.Millisecond), next, "then level 1's bucket")
 }
 
 func TestWheelStoppedEntryNeverFires(t *testing.T) {
 	w := newWheel(time.Millisecond, 4)
 	keep, stop := newEntry(30*time.Millisecond), newEntry(30*time.Millisecond)
-	w.schedule(&keep.e)
-	w.schedule(&stop.e)
-	require.True(t, stop.e.Remove())
+	w.schedule(keep)
+	w.schedule(stop)
+	require.True(t, w.stop(stop))
 	fired := runUntilEmpty(t, w, 0)
 	_, kept := fired[keep]
 	_, stopped := fired[stop]
@@ -98,11 +97,11 @@ func TestWheelOverflowCreatedOnceAndReused(t *testing.T) {
 	w := newWheel(time.Millisecond, 4)
 	require.Len(t, w.levels, 1)
 	a := newEntry(5 * time.Millisecond) // beyond level 0's 4 ticks
-	w.add(&a.e)
+	w.schedule(a)
 	require.Len(t, w.levels, 2)
 	overflow := w.levels[1]
 	b := newEntry(12 * time.Millisecond)
-	w.add(&b.e)
+	w.schedule(b)
 	require.Len(t, w.levels, 2, "a second entry reuses the overflow level")
 	require.Same(t, overflow, w.levels[1])
 	require.EqualValues(t, 4, overflow.tick, "overflow tick is the lower level's interval")
@@ -112,7 +111,7 @@ func TestWheelOverflowCreatedOnceAndReused(t *testing.T) {
 func TestWheelAdvanceCascadesToOverflowTick(t *testing.T) {
 	w := newWheel(time.Millisecond, 4)
 	far := newEntry(40 * time.Millisecond) // level 2: ticks of 16, spans 64
-	w.add(&far.e)
+	w.schedule(far)
 	require.Len(t, w.levels, 3)
 	w.advanceClock(21)
 	require.EqualValues(t, 21, w.levels[0].current)
@@ -124,7 +123,7 @@ func TestWheelCurrentOfNewLevelIsAligned(t *testing.T) {
 	w := newWheel(time.Millisecond, 4)
 	w.advanceClock(7)
 	e := newEntry(30 * time.Millisecond)
-	w.add(&e.e)
+	w.schedule(e)
 	require.EqualValues(t, 4, w.levels[1].current, "a new overflow level starts at its tick boundary")
 }
 
@@ -144,21 +143,21 @@ func TestWheelSweep(t *testing.T) {
 				w := newWheel(cfg.tick, cfg.size)
 				start := startTicks*cfg.tick + cfg.tick/2 // the clock is mid-tick
 				w.advanceClock(int64(start / cfg.tick))   // the tick that has started at start
-				var timers []*Timer
+				var timers []*timer
 				for d := time.Duration(0); d <= span; d += step {
 					tm := newEntry(start + d)
-					w.schedule(&tm.e)
+					w.schedule(tm)
 					timers = append(timers, tm)
 				}
-				require.EqualValues(t, len(timers), w.count.Load())
-				fired := runUntilEmpty(t, w, start)
+				require.EqualValues(t, len(timers), w.count)
+				fired := runUntilEmpty(t, w, instant(start))
 				require.Len(t, fired, len(timers), "every timer fires once")
 				for _, tm := range timers {
-					exp := time.Duration(tm.exp)
+					exp := tm.when
 					at := fired[tm]
-					require.Equal(t, max(exp, start), at, "expiration %v (start %v)", exp, start)
+					require.Equal(t, max(exp, instant(start)), at, "expiration %v (start %v)", exp, start)
 				}
-				require.Zero(t, w.count.Load())
+				require.Zero(t, w.count)
 			}
 		})
 	}
@@ -168,21 +167,21 @@ func TestWheelSweep(t *testing.T) {
 // due timer fires at that wake-up, none before its deadline.
 func TestWheelLateDriver(t *testing.T) {
 	w := newWheel(time.Millisecond, 4)
-	var timers []*Timer
+	var timers []*timer
 	for d := time.Duration(1); d < 200*time.Millisecond; d += 333 * time.Microsecond {
 		tm := newEntry(d)
-		w.schedule(&tm.e)
+		w.schedule(tm)
 		timers = append(timers, tm)
 	}
-	due := w.poll(100*time.Millisecond, nil)
+	due := w.poll(instant(100*time.Millisecond), nil)
 	for _, tm := range due {
-		require.LessOrEqual(t, time.Duration(tm.exp), 100*time.Millisecond)
+		require.LessOrEqual(t, time.Duration(tm.when), 100*time.Millisecond)
 	}
 	for _, tm := range timers {
-		if time.Duration(tm.exp) <= 100*time.Millisecond {
-			require.Nil(t, tm.e.Bucket(), "a due timer was left in the wheel")
+		if time.Duration(tm.when) <= 100*time.Millisecond {
+			require.False(t, tm.pending(), "a due timer was left in the wheel")
 		} else {
-			require.NotNil(t, tm.e.Bucket(), "a timer not yet due left the wheel")
+			require.True(t, tm.pending(), "a timer not yet due left the wheel")
 		}
 	}
 }
@@ -190,13 +189,13 @@ func TestWheelLateDriver(t *testing.T) {
 func TestWheelExtremeExpirations(t *testing.T) {
 	w := newWheel(MinTick, MinWheelSize)
 	far := newEntry(1<<63 - 1)
-	w.schedule(&far.e)
-	require.NotNil(t, far.e.Bucket())
+	w.schedule(far)
+	require.True(t, far.pending())
 	require.Empty(t, w.poll(1<<62, nil))
-	require.NotNil(t, far.e.Bucket(), "the farthest timer stays pending")
+	require.True(t, far.pending(), "the farthest timer stays pending")
 
 	w = newWheel(time.Millisecond, MaxWheelSize)
 	far = newEntry(1<<63 - 1)
-	w.schedule(&far.e)
-	require.NotNil(t, far.e.Bucket())
+	w.schedule(far)
+	require.True(t, far.pending())
 }
