@@ -87,22 +87,18 @@ func (p *pool) execute(due []*timer) {
 		return
 	}
 	p.mu.Lock()
-	p.compact()
+	if p.head > 0 && p.head*2 >= len(p.queue) {
+		// Slide the waiting part down so a queue that never quite drains
+		// does not grow without bound.
+		n := copy(p.queue, p.queue[p.head:])
+		clear(p.queue[n:])
+		p.queue, p.head = p.queue[:n], 0
+	}
 	p.queue = append(p.queue, due...)
 	start := p.needSpare()
 	p.mu.Unlock()
 	if start {
 		go p.work()
-	}
-}
-
-// compact slides the waiting part of the queue down, so that a queue that
-// never quite drains does not grow without bound; the caller holds mu.
-func (p *pool) compact() {
-	if p.head > 0 && p.head*2 >= len(p.queue) {
-		n := copy(p.queue, p.queue[p.head:])
-		clear(p.queue[n:])
-		p.queue, p.head = p.queue[:n], 0
 	}
 }
 
@@ -117,44 +113,8 @@ func (p *pool) needSpare() bool {
 	return true
 }
 
-// relay is execute for a driver that will run the first callback itself (see
-// driveWith): if the bound allows, it counts the driver as a worker inside a
-// callback, queues the rest, and returns the first. Otherwise it queues them
-// all and returns false.
-func (p *pool) relay(due []*timer) (first *timer, ok bool) {
-	p.mu.Lock()
-	if p.workers == p.max {
-		p.mu.Unlock()
-		p.execute(due)
-		return nil, false
-	}
-	p.workers++
-	p.compact()
-	p.queue = append(p.queue, due[1:]...)
-	start := p.needSpare()
-	p.mu.Unlock()
-	if start {
-		go p.work()
-	}
-	return due[0], true
-}
-
-// runThenServe runs t on a worker counted by relay, then serves the queue.
-func (p *pool) runThenServe(t *timer) {
-	p.run(t)
-	p.mu.Lock()
-	p.spare++
-	p.serve()
-}
-
 func (p *pool) work() {
 	p.mu.Lock()
-	p.serve()
-}
-
-// serve is a spare worker's loop: it runs queued callbacks until none is
-// left, then exits. It is called with mu held, and releases it.
-func (p *pool) serve() {
 	for p.head < len(p.queue) {
 		t := p.queue[p.head]
 		p.queue[p.head] = nil

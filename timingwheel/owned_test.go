@@ -93,9 +93,8 @@ func TestTimerSize(t *testing.T) {
 	require.LessOrEqual(t, unsafe.Sizeof(timingwheel.Timer{}), uintptr(64))
 }
 
-// With the pool executor the driver runs a due callback itself and passes its
-// role on: a callback that blocks, alone in its batch, holds up neither
-// later timers nor one due with it.
+// A callback that blocks, alone in its batch, holds up neither the timers
+// due with it nor later ones: the driver and the pool go on.
 func TestBlockedCallbackHoldsUpNothingLater(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tw := testkit.Wheel(t)
@@ -114,9 +113,9 @@ func TestBlockedCallbackHoldsUpNothingLater(t *testing.T) {
 	})
 }
 
-// With a bound of one worker, the driver that runs a callback is that worker:
-// a later timer waits until it returns, and never two callbacks run at once.
-func TestRelayKeepsTheBound(t *testing.T) {
+// With a bound of one worker, timers due in later batches wait for a blocked
+// callback, and never two callbacks run at once.
+func TestBoundAcrossBatches(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tw := testkit.Wheel(t, timingwheel.WithExecutor(timingwheel.PoolExecutor(1)))
 		release := make(chan struct{})

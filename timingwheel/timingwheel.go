@@ -64,11 +64,12 @@ type TimingWheel struct {
 	exec  executor
 
 	// sleepUntil is when the driver (or a waiting AdvanceClock) will next
-	// look at the wheel; never when it waits for nothing. A timer that is due earlier sends a token on wake.
+	// look at the wheel; never when it waits for nothing. A timer that is
+	// due earlier sends a token on wake.
 	sleepUntil instant
 	wake       chan struct{}    // capacity 1: a token means "look again"
 	quit       chan struct{}    // closed by Stop
-	done       chan struct{}    // closed when the driver exits; nil if none was started
+	done       chan struct{}    // closed by the driver that sees the wheel stopped; nil if none was started
 	afterStop  funcSet          // AfterStop's functions, until Stop starts them; guarded by mu
 	inflight   inflight.Counter // callbacks and AfterStop functions started and not yet returned
 
