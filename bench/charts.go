@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,10 +13,11 @@ import (
 	"gonum.org/v1/plot/vg"
 )
 
-// drawCharts draws, from whichever of W2sweep, W4 and W5 ran:
+// drawCharts draws, from whichever of W2sweep, W4, W5 and W5keys ran:
 // w2_parked.png, ns per schedule+stop against parked timers (O(1) against
-// O(log n)), w4_lateness.png, the distribution of W4's lateness, and
-// w5_lag.png, the distribution of W5's completion lag.
+// O(log n)), w4_lateness.png, the distribution of W4's lateness,
+// w5_lag.png, the distribution of W5's completion lag, and w5_keys_cpu.png,
+// CPU per request against the number of keys.
 func drawCharts(dir string, res map[key][]result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -26,7 +28,44 @@ func drawCharts(dir string, res map[key][]result) error {
 	if err := chartW4(dir, res); err != nil {
 		return err
 	}
+	if err := chartW5Keys(dir, res); err != nil {
+		return err
+	}
 	return chartW5(dir, res)
+}
+
+func chartW5Keys(dir string, res map[key][]result) error {
+	lines := map[string]plotter.XYs{}
+	for k, rs := range res {
+		if k.workload == "W5keys" {
+			if v := median(values(rs, "cpu_us_per_req")); !math.IsNaN(v) {
+				lines[k.system] = append(lines[k.system], plotter.XY{X: float64(k.variant), Y: v})
+			}
+		}
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	p := plot.New()
+	p.Title.Text = "W5 at 100,000 requests/s: CPU per request by keys"
+	p.X.Label.Text = "keys (log scale; operations pending per key = 80,000 / keys)"
+	p.Y.Label.Text = "CPU µs per request"
+	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	p.Legend.Top, p.Legend.Left = false, false
+	p.Legend.XOffs, p.Legend.YOffs = -2*vg.Inch, vg.Inch/4 // bottom right, inside the axes
+	p.Add(plotter.NewGrid())
+	var args []any
+	for _, s := range sortedSystems(lines) {
+		pts := lines[s]
+		slices.SortFunc(pts, func(a, b plotter.XY) int { return int(a.X - b.X) })
+		args = append(args, s, pts)
+	}
+	if err := plotutil.AddLinePoints(p, args...); err != nil {
+		return err
+	}
+	p.X.Min, p.X.Max = p.X.Min/2, p.X.Max*2
+	p.Y.Min = 0
+	return p.Save(8*vg.Inch, 5*vg.Inch, filepath.Join(dir, "w5_keys_cpu.png"))
 }
 
 func chartW5(dir string, res map[key][]result) error {

@@ -19,7 +19,7 @@ import (
 
 func main() {
 	var (
-		workloads = flag.String("workload", "all", "comma-separated workloads: W1,W2,W2p,W3,W4,W5, the sweeps W2sweep, W5sweep and W5keys, soak, or all (all but soak)")
+		workloads = flag.String("workload", "all", "comma-separated workloads: W1,W2,W2p,W3,W4,W5, the sweeps W2sweep, W5sweep, W5keys and W5over, soak, or all (all but soak)")
 		systems   = flag.String("system", "all", "comma-separated systems: "+strings.Join(timerSystems, ",")+" for W1–W4; "+strings.Join(purgatorySystems, ",")+" for W5; or all")
 		runs      = flag.Int("runs", 3, "processes per (system, workload); medians are reported")
 		quick     = flag.Bool("quick", false, "a hundredth of every size: a seconds-long smoke run")
@@ -119,7 +119,7 @@ func runChild(workload, system string, p params) error {
 type job struct {
 	workload, system string
 	run              int
-	variant          int // parked timers for W2sweep, requests/s for W5sweep, keys for W5keys
+	variant          int // parked timers for W2sweep, requests/s for W5sweep and W5over, keys for W5keys
 }
 
 func (j job) args(p params) []string {
@@ -129,7 +129,7 @@ func (j job) args(p params) []string {
 	case "W2sweep":
 		w = "W2"
 		a = append(a, "-parked", strconv.Itoa(j.variant))
-	case "W5sweep":
+	case "W5sweep", "W5over":
 		w = "W5"
 		a = append(a, "-rate", strconv.Itoa(j.variant), "-duration", sweepLength(p).String())
 	case "W5keys":
@@ -145,7 +145,7 @@ func (j job) args(p params) []string {
 	return append(a, "-workload", w)
 }
 
-var allWorkloads = []string{"W1", "W2", "W2p", "W3", "W4", "W5", "W2sweep", "W5sweep", "W5keys"}
+var allWorkloads = []string{"W1", "W2", "W2p", "W3", "W4", "W5", "W2sweep", "W5sweep", "W5keys", "W5over"}
 
 func sweepParked(p params) []int {
 	if p.quick {
@@ -167,13 +167,23 @@ func sweepRates(p params) []int {
 	return rates
 }
 
-// sweepKeys are W5keys's key counts (W5 itself has 1,000): 800 and 8
-// operations pending per key at 100,000 requests/s.
+// sweepKeys are W5keys's key counts: 800, 80, 8 and 0.8 operations pending
+// per key at 100,000 requests/s (a broker watches a key per partition).
 func sweepKeys(p params) []int {
 	if p.quick {
 		return []int{10, 1_000}
 	}
-	return []int{100, 10_000}
+	return []int{100, 1_000, 10_000, 100_000}
+}
+
+// overloadRates are W5over's rates: 1.5 and 2 times the highest rate the
+// naive system kept up with on the CI machine (W5sweep: 200,000 to
+// 225,000/s), fixed so that runs compare.
+func overloadRates(p params) []int {
+	if p.quick {
+		return []int{30_000, 40_000}
+	}
+	return []int{325_000, 450_000}
 }
 
 func sweepLength(p params) time.Duration {
@@ -223,6 +233,8 @@ func makePlan(workloads, systems string, runs int, p params) ([]job, error) {
 			variants = sweepRates(p) // see execute: a system stops at its first miss
 		case "W5keys":
 			variants = sweepKeys(p)
+		case "W5over":
+			variants = overloadRates(p)
 		}
 		for _, v := range variants {
 			for r := range runs {
@@ -283,7 +295,7 @@ func variantText(j job) string {
 	switch j.workload {
 	case "W2sweep":
 		return fmt.Sprintf(" parked=%d", j.variant)
-	case "W5sweep":
+	case "W5sweep", "W5over":
 		return fmt.Sprintf(" rate=%d/s", j.variant)
 	case "W5keys":
 		return fmt.Sprintf(" keys=%d", j.variant)

@@ -11,7 +11,7 @@ import (
 // system under test rather than a pre-built workload: n requests arrive evenly
 // over length, each watched under one of keys keys (W5: w5Keys) with a w5Timeout timeout,
 // and a w5EventShare of them get a completion event at U[0, w5EventWindow)
-// after arrival. One goroutine delivers the events: it marks a request ready
+// after it is sent. One goroutine delivers the events: it marks a request ready
 // and checks its key.
 //
 // Events wait in 1 ms slots and a slot is delivered once it has passed, so an
@@ -30,10 +30,15 @@ type traffic struct {
 	added, completed, expired, ended atomic.Int64
 	twice                            atomic.Int64 // requests that ended more than once
 	behind                           atomic.Int64 // how late the last arrival was, ns
-	cursor                           atomic.Int64 // the next slot the event goroutine takes; written under mu
-	mu                               sync.Mutex
-	slots                            map[int64][]*request // by due millisecond since begin
-	arrived                          bool                 // every request has arrived; guarded by mu
+	// lateArrivals samples how late arrivals were sent (every
+	// arrivalSample-th one), written by the arrivals goroutine only; span
+	// is when the last one was sent.
+	lateArrivals []time.Duration
+	span         time.Duration
+	cursor       atomic.Int64 // the next slot the event goroutine takes; written under mu
+	mu           sync.Mutex
+	slots        map[int64][]*request // by due millisecond since begin
+	arrived      bool                 // every request has arrived; guarded by mu
 }
 
 func newTraffic(d delayed, keys int, onCompleted func(r *request)) *traffic {
@@ -69,9 +74,16 @@ func (t *traffic) arrivals(n int, length time.Duration, seed uint64) {
 		if ahead := at - t.elapsed(); ahead > 0 {
 			time.Sleep(ahead)
 		}
+		sent := t.elapsed()
+		if i%arrivalSample == 0 {
+			t.lateArrivals = append(t.lateArrivals, max(sent-at, 0))
+		}
 		r := &request{traffic: t, key: rng.IntN(t.keys)}
 		if rng.Float64() < w5EventShare {
-			r.event = at + time.Duration(rng.Int64N(int64(w5EventWindow)))
+			// The event is due after the request is sent, not after it was
+			// meant to be: a system that holds back its own arrivals must
+			// not see their events sooner, and complete more, for it.
+			r.event = sent + time.Duration(rng.Int64N(int64(w5EventWindow)))
 			t.mu.Lock()
 			// A slot the event goroutine has taken is never taken again.
 			slot := max(int64(r.event/time.Millisecond), t.cursor.Load())
@@ -81,7 +93,8 @@ func (t *traffic) arrivals(n int, length time.Duration, seed uint64) {
 		t.added.Add(1)
 		t.d.add(r, r.key, w5Timeout)
 	}
-	t.behind.Store(int64(t.elapsed() - length))
+	t.span = t.elapsed()
+	t.behind.Store(int64(t.span - length))
 	t.mu.Lock()
 	t.arrived = true
 	t.mu.Unlock()
@@ -104,6 +117,10 @@ func (t *traffic) end(r *request, expired bool) {
 		close(t.allEnded)
 	}
 }
+
+// arrivalSample is how often an arrival's lateness is sampled: a sample per
+// 64 keeps the samples' memory out of the peak RSS measured.
+const arrivalSample = 64
 
 // arrivalAt is when request i of n arriving evenly over length arrives. It
 // computes in float64, because i × length in nanoseconds overflows int64 from

@@ -172,20 +172,36 @@ func w5(d delayed, rate, keys int, length time.Duration) result {
 	if lagMs(0.5) < 10 && math.Abs(completedPct-w5Expected) <= 1 {
 		keepsUp = 1
 	}
+	slices.Sort(t.lateArrivals)
+	lateMs := func(q float64) float64 {
+		s := t.lateArrivals
+		if len(s) == 0 {
+			return math.NaN()
+		}
+		return float64(s[min(int(q*float64(len(s))), len(s)-1)]) / 1e6
+	}
 	m := map[string]float64{
-		"rate":               float64(rate),
-		"keys":               float64(keys),
-		"completed_pct":      completedPct,
-		"expired_pct":        100 * float64(t.expired.Load()) / float64(n),
-		"lost":               float64(int64(n) - t.ended.Load()),
-		"ended_twice":        float64(t.twice.Load()),
-		"cpu_s":              cpu.Seconds(),
-		"peak_rss_mb":        peakRSSMB(),
-		"lag_p50_ms":         lagMs(0.5),
-		"lag_p99_ms":         lagMs(0.99),
-		"lag_p999_ms":        lagMs(0.999),
-		"arrivals_behind_ms": float64(t.behind.Load()) / 1e6,
-		"keeps_up":           keepsUp,
+		"rate":                float64(rate),
+		"keys":                float64(keys),
+		"completed_pct":       completedPct,
+		"expired_pct":         100 * float64(t.expired.Load()) / float64(n),
+		"lost":                float64(int64(n) - t.ended.Load()),
+		"ended_twice":         float64(t.twice.Load()),
+		"cpu_s":               cpu.Seconds(),
+		"peak_rss_mb":         peakRSSMB(),
+		"lag_p50_ms":          lagMs(0.5),
+		"lag_p99_ms":          lagMs(0.99),
+		"lag_p999_ms":         lagMs(0.999),
+		"arrivals_behind_ms":  float64(t.behind.Load()) / 1e6,
+		"arrival_late_p99_ms": lateMs(0.99),
+		"arrival_late_max_ms": lateMs(1),
+		// Goodput counts requests completed (before their timeout, or they
+		// would have expired) per second of the time it took to send them
+		// all: a system whose slowness held its arrivals back is not paid
+		// for it with a lighter load.
+		"goodput_per_s":  float64(t.completed.Load()) / max(length, t.span).Seconds(),
+		"cpu_us_per_req": cpu.Seconds() * 1e6 / float64(n),
+		"keeps_up":       keepsUp,
 	}
 	for i, q := range latenessQuantiles { // the lag's distribution, for the chart
 		m[lagQuantileMetric(i)] = lagMs(q)

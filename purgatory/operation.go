@@ -91,6 +91,43 @@ func (o Outcome) String() string {
 // means the same thing.)
 const NoTimeout time.Duration = math.MaxInt64
 
+// An operation's life, in one place (the manner of runtime/time.go).
+//
+// Op.state is one word: the Outcome in its low four bits, and two try bits
+// (try.go). Its states, and who moves between them, by compare-and-swap only:
+//
+//	Pending              no outcome, no try running. acquire may take the
+//	                     try bit; claim may set an outcome.
+//	Pending|trying       one goroutine runs TryComplete (it holds the try
+//	                     bit). acquire by anyone else sets again instead of
+//	                     waiting; claim may still set an outcome.
+//	Pending|trying|again a try was asked for during the running one: the
+//	                     holder's settle clears again and tries once more.
+//	outcome (|try bits)  ended. Exactly one claim wins (claim, or settle
+//	                     claiming Completed); nothing leaves an outcome. Try
+//	                     bits left set are the holder's to clear, in settle
+//	                     or abandon.
+//	withdrawn            internal outcome of a TryCompleteElseWatch undone
+//	                     because TryComplete panicked (abandon); Outcome
+//	                     reports Pending.
+//
+// The flags beside it:
+//
+//	Op.added        set once, by the first TryCompleteElseWatch (a second
+//	                panics); never cleared.
+//	Op.done         set under Op.book by detach, which the winner of the
+//	                claim runs, before it releases the timer, the context
+//	                and the watch places. watch, armTimer and setStopCtx
+//	                check it under Op.book, so nothing attaches after it.
+//	Purgatory.closed set once, by Close, before Close walks the watch lists;
+//	                TryCompleteElseWatch reads it after watching, so an
+//	                operation Close's walk missed is ended Closed there.
+//
+// Lock order: the try bit, then Op.Locker (both held only while TryComplete
+// runs), then Op.book, then a shard's mutex. The wheel's mutex (inside
+// Timer.Reset and Timer.Stop) is taken with no purgatory lock held; bind's
+// InitTimer takes none. No library lock is held while user code runs.
+
 // Op is the purgatory's bookkeeping for one operation, to be embedded (by
 // value) in an [Operation]. Set Timeout (and optionally Context and Locker)
 // before handing the operation to TryCompleteElseWatch; the rest is private. An

@@ -49,7 +49,20 @@ type shard[K comparable] struct {
 
 const minEmpty = 64
 
-// watchList holds the operations watched under one key.
+// watchList holds the operations watched under one key. Its invariants, all
+// under its shard's mutex:
+//
+//   - entries[i].n.index == i, and a node is linked exactly while it is in
+//     entries; an operation is in a key's list at most once.
+//   - Who may unlink: the operation's own end (detach, through remove, on
+//     whichever goroutine won the claim), CancelForKey (take, which drops the
+//     whole list), and nobody else; so an operation leaves every list as it
+//     ends, and the lists hold live operations only.
+//   - What a reader sees: CheckAndComplete copies the entries under the
+//     mutex (snapshot) and walks the copy without it. An operation in the
+//     copy may have ended since; acquire then refuses it, so it is tried at
+//     most by its own try bit's holder and completed at most once.
+//   - An empty list stays in the map for reuse until the shard's sweep.
 type watchList[K comparable] struct {
 	entries []watchEntry
 	key     K
