@@ -10,6 +10,7 @@
 package metrics
 
 import (
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -39,11 +40,9 @@ func WithDurationHistogram(o *PurgatoryObserver) PurgatoryOption {
 	return func(c *purgatoryCollector) { c.obs = o }
 }
 
-// outcomes maps each final outcome to its label value, which is its String.
-var outcomes = [...]purgatory.Outcome{
-	purgatory.Completed, purgatory.Forced, purgatory.Expired,
-	purgatory.ContextDone, purgatory.Cancelled, purgatory.Closed,
-}
+// outcomes are the final outcomes, from the purgatory's one table; each
+// one's label value is its String.
+var outcomes = slices.Collect(purgatory.Outcomes())
 
 type purgatoryCollector struct {
 	src                                   PurgatoryStats

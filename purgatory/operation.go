@@ -3,6 +3,7 @@ package purgatory
 import (
 	"context"
 	"fmt"
+	"iter"
 	"math"
 	"reflect"
 	"sync"
@@ -63,26 +64,42 @@ const (
 	Closed                     // the purgatory was closed first; OnExpiration did not run
 )
 
+// outcomes is the one table of outcomes: each one's name (String, and so the
+// metrics label) and its field in Stats (Ended, and the snapshot). Pending
+// has no field: it is not an end.
+var outcomes = [...]struct {
+	name  string
+	field func(*Stats) *int64
+}{
+	Pending:     {"pending", nil},
+	Completed:   {"completed", func(s *Stats) *int64 { return &s.Completed }},
+	Forced:      {"forced", func(s *Stats) *int64 { return &s.Forced }},
+	Expired:     {"expired", func(s *Stats) *int64 { return &s.Expired }},
+	ContextDone: {"context_done", func(s *Stats) *int64 { return &s.ContextDone }},
+	Cancelled:   {"cancelled", func(s *Stats) *int64 { return &s.Cancelled }},
+	Closed:      {"closed", func(s *Stats) *int64 { return &s.Closed }},
+}
+
 // String returns the outcome's name as the metrics label it (completed,
 // forced, expired, context_done, cancelled, closed), or pending.
 func (o Outcome) String() string {
-	switch o {
-	case Pending:
-		return "pending"
-	case Completed:
-		return "completed"
-	case Forced:
-		return "forced"
-	case Expired:
-		return "expired"
-	case ContextDone:
-		return "context_done"
-	case Cancelled:
-		return "cancelled"
-	case Closed:
-		return "closed"
+	if o < 0 || int(o) >= len(outcomes) {
+		return "unknown"
 	}
-	return "unknown"
+	return outcomes[o].name
+}
+
+// Outcomes returns the outcomes an operation can end with, in order:
+// Completed, Forced, Expired, ContextDone, Cancelled, Closed. The metrics
+// package labels its series with them.
+func Outcomes() iter.Seq[Outcome] {
+	return func(yield func(Outcome) bool) {
+		for o := Pending + 1; int(o) < len(outcomes); o++ {
+			if !yield(o) {
+				return
+			}
+		}
+	}
 }
 
 // NoTimeout, as Op.Timeout, makes an operation wait without a timeout: only

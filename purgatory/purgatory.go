@@ -161,19 +161,12 @@ func (p *Purgatory[K]) TryCompleteElseWatch(op Operation, keys ...K) bool {
 			o.arm()
 		}
 	}
-	for {
-		won, retry := o.settle(ok)
-		if won {
-			held = false
-			o.complete(op, Completed)
-			return true
-		}
-		if !retry {
-			break
-		}
-		ok = o.check(op)
-	}
+	won := o.tryHeld(op, ok)
 	held = false
+	if won {
+		o.complete(op, Completed)
+		return true
+	}
 	// Close sets closed and then sweeps the watch lists; this call linked op
 	// and then reads closed. So if Close's sweep missed op, this read sees
 	// closed, and op is ended here rather than left on a stopped wheel.
@@ -263,7 +256,7 @@ func (w *walk) run() {
 				continue
 			}
 			w.holding = o
-			won := o.tryHeld(impl)
+			won := o.tryHeld(impl, o.check(impl))
 			w.holding = nil
 			if won {
 				w.won++

@@ -32,26 +32,15 @@ type Stats struct {
 // Ended returns how many operations ended with outcome o; zero for Pending
 // or an unknown outcome.
 func (s Stats) Ended(o Outcome) int64 {
-	switch o {
-	case Completed:
-		return s.Completed
-	case Forced:
-		return s.Forced
-	case Expired:
-		return s.Expired
-	case ContextDone:
-		return s.ContextDone
-	case Cancelled:
-		return s.Cancelled
-	case Closed:
-		return s.Closed
+	if o <= Pending || int(o) >= len(outcomes) {
+		return 0
 	}
-	return 0
+	return *outcomes[o].field(&s)
 }
 
 type counters struct {
 	watched, delayed, added atomic.Int64
-	ended                   [Closed + 1]atomic.Int64 // by Outcome; Pending's stays 0
+	ended                   [len(outcomes)]atomic.Int64 // by Outcome; Pending's stays 0
 	panics                  atomic.Int64
 	inflight                inflight.Counter // expiry and context callbacks running, for Shutdown
 
@@ -66,16 +55,14 @@ func (c *counters) record(o Outcome) {
 }
 
 func (c *counters) snapshot() Stats {
-	return Stats{
-		Watched:     int(c.watched.Load()),
-		Delayed:     int(c.delayed.Load()),
-		Added:       c.added.Load(),
-		Completed:   c.ended[Completed].Load(),
-		Forced:      c.ended[Forced].Load(),
-		Expired:     c.ended[Expired].Load(),
-		ContextDone: c.ended[ContextDone].Load(),
-		Cancelled:   c.ended[Cancelled].Load(),
-		Closed:      c.ended[Closed].Load(),
-		Panics:      c.panics.Load(),
+	s := Stats{
+		Watched: int(c.watched.Load()),
+		Delayed: int(c.delayed.Load()),
+		Added:   c.added.Load(),
+		Panics:  c.panics.Load(),
 	}
+	for o := range Outcomes() {
+		*outcomes[o].field(&s) = c.ended[o].Load()
+	}
+	return s
 }

@@ -126,15 +126,18 @@ func (o *Op) abandon(withdraw bool) bool {
 	}
 }
 
-// tryHeld runs TryComplete, holding the try bit, until it passes or nobody
-// asks for another try, and reports whether it claimed the completion; either
-// way the try bit is let go. If TryComplete panics, the caller still holds the
-// try bit and must abandon it.
-func (o *Op) tryHeld(impl Operation) bool {
+// tryHeld settles a try whose TryComplete returned ok, and tries again, for
+// as long as others ask for another try, until one passes or nobody asks; it
+// reports whether it claimed the completion. Either way the try bit is let
+// go. If TryComplete panics, the caller still holds the try bit and must
+// abandon it. It is the one settle loop: CheckAndComplete's walk and
+// TryCompleteElseWatch both end their tries here.
+func (o *Op) tryHeld(impl Operation, ok bool) bool {
 	for {
-		won, retry := o.settle(o.check(impl))
+		won, retry := o.settle(ok)
 		if !retry {
 			return won
 		}
+		ok = o.check(impl)
 	}
 }
