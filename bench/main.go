@@ -176,9 +176,9 @@ func sweepKeys(p params) []int {
 	return []int{100, 1_000, 10_000, 100_000}
 }
 
-// overloadRates are W5over's rates: 1.5 and 2 times the highest rate the
-// naive system kept up with on the CI machine (W5sweep: 200,000 to
-// 225,000/s), fixed so that runs compare.
+// overloadRates are W5over's rates: about 1.5 and 2 times the highest rate
+// the naive system kept up with on the CI machine (W5sweep: 225,000 to
+// 250,000/s), fixed so that runs compare.
 func overloadRates(p params) []int {
 	if p.quick {
 		return []int{30_000, 40_000}

@@ -163,7 +163,7 @@ var descriptions = map[string]string{
 	"W2sweep": "W2's ns per pair against the number of parked timers",
 	"W5sweep": "W5 at rising request rates in 25,000/s steps, 5 s each; a system stops after the first rate at which a run could not keep up (completion lag p50 under 10 ms and the completed share within 1 point of 40 %)",
 	"W5keys":  "W5 at 100,000 requests/s for 5 s over 100 to 100,000 keys: 800 to 0.8 operations pending per key",
-	"W5over":  "W5 for 5 s at 1.5 and 2 times the highest rate naive keeps up with (overload for both). Goodput is requests completed per second of the time it took to send them all; arrivals late is how late the generator sent them (sampled), since a slow system holds back its own arrivals",
+	"W5over":  "W5 for 5 s at 325,000 and 450,000 requests/s, about 1.5 and 2 times the highest rate naive keeps up with (overload for both). Goodput is requests completed per second of the time it took to send them all; arrivals late is how late the generator sent them (sampled), since a slow system holds back its own arrivals",
 }
 
 func reference(workload string) string {
