@@ -34,15 +34,34 @@ func drawCharts(dir string, res map[key][]result) error {
 	return chartW5(dir, res)
 }
 
-func chartW5Keys(dir string, res map[key][]result) error {
+// sweepLines returns, per system, a sweep's median of metric at each of its
+// variants, in variant order.
+func sweepLines(res map[key][]result, workload, metric string) map[string]plotter.XYs {
 	lines := map[string]plotter.XYs{}
 	for k, rs := range res {
-		if k.workload == "W5keys" {
-			if v := median(values(rs, "cpu_us_per_req")); !math.IsNaN(v) {
+		if k.workload == workload {
+			if v := median(values(rs, metric)); !math.IsNaN(v) {
 				lines[k.system] = append(lines[k.system], plotter.XY{X: float64(k.variant), Y: v})
 			}
 		}
 	}
+	for _, pts := range lines {
+		slices.SortFunc(pts, func(a, b plotter.XY) int { return int(a.X - b.X) })
+	}
+	return lines
+}
+
+// addLinePoints draws a line with points per system, in name order.
+func addLinePoints(p *plot.Plot, lines map[string]plotter.XYs) error {
+	var args []any
+	for _, s := range sortedSystems(lines) {
+		args = append(args, s, lines[s])
+	}
+	return plotutil.AddLinePoints(p, args...)
+}
+
+func chartW5Keys(dir string, res map[key][]result) error {
+	lines := sweepLines(res, "W5keys", "cpu_us_per_req")
 	if len(lines) == 0 {
 		return nil
 	}
@@ -54,13 +73,7 @@ func chartW5Keys(dir string, res map[key][]result) error {
 	p.Legend.Top, p.Legend.Left = false, false
 	p.Legend.XOffs, p.Legend.YOffs = -2*vg.Inch, vg.Inch/4 // bottom right, inside the axes
 	p.Add(plotter.NewGrid())
-	var args []any
-	for _, s := range sortedSystems(lines) {
-		pts := lines[s]
-		slices.SortFunc(pts, func(a, b plotter.XY) int { return int(a.X - b.X) })
-		args = append(args, s, pts)
-	}
-	if err := plotutil.AddLinePoints(p, args...); err != nil {
+	if err := addLinePoints(p, lines); err != nil {
 		return err
 	}
 	p.X.Min, p.X.Max = p.X.Min/2, p.X.Max*2
@@ -92,12 +105,7 @@ func chartW5(dir string, res map[key][]result) error {
 }
 
 func chartW2(dir string, res map[key][]result) error {
-	lines := map[string]plotter.XYs{}
-	for k, rs := range res {
-		if k.workload == "W2sweep" {
-			lines[k.system] = append(lines[k.system], plotter.XY{X: float64(k.variant), Y: median(values(rs, "pair_ns"))})
-		}
-	}
+	lines := sweepLines(res, "W2sweep", "pair_ns")
 	if len(lines) == 0 {
 		return nil
 	}
@@ -109,13 +117,7 @@ func chartW2(dir string, res map[key][]result) error {
 	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Add(plotter.NewGrid())
-	var args []any
-	for _, s := range sortedSystems(lines) {
-		pts := lines[s]
-		slices.SortFunc(pts, func(a, b plotter.XY) int { return int(a.X - b.X) })
-		args = append(args, s, pts)
-	}
-	if err := plotutil.AddLinePoints(p, args...); err != nil {
+	if err := addLinePoints(p, lines); err != nil {
 		return err
 	}
 	// Pad the log axes so no line sits on an edge or under the legend.
