@@ -14,9 +14,9 @@ import (
 // return false and do nothing. A Timer must not be copied once made or
 // initialised (go vet reports copies).
 //
-// A Timer is 64 bytes: its own element in the wheel's bucket list (two
-// pointers), so stopping it unlinks it at once in O(1), with nothing left to
-// be swept later.
+// A Timer allocated by the wheel is one allocation of 64 bytes, and its own
+// element in the wheel's bucket list (two pointers), so stopping it unlinks it
+// at once in O(1), with nothing left to be swept later.
 type Timer struct {
 	_ noCopy
 	t timer
@@ -167,19 +167,23 @@ func (tw *TimingWheel) InitTimer(t *Timer, h Handler) {
 	t.t.tw, t.t.h = tw, h
 }
 
-// arm schedules t at when, or refuses it if the wheel is stopped.
-func (t *timer) arm(when instant) {
+// arm schedules t at when, out of its old place if it had one, or refuses it
+// if the wheel is stopped. It reports whether t was pending, and false if it
+// was refused.
+func (t *timer) arm(when instant) (pending bool) {
 	tw := t.tw
 	tw.mu.Lock()
 	if tw.state == stopped {
 		tw.reject(t)
 		tw.mu.Unlock()
 		tw.warn()
-		return
+		return false
 	}
+	pending = t.pending()
 	t.when = when
 	tw.schedule(t)
 	tw.mu.Unlock()
+	return pending
 }
 
 // Stop prevents the Timer from firing. It returns true if the call stops the
@@ -212,20 +216,7 @@ func (t *Timer) Reset(d time.Duration) bool {
 	if t == nil || t.t.tw == nil {
 		return false
 	}
-	tw := t.t.tw
-	when := tw.deadline(d)
-	tw.mu.Lock()
-	if tw.state == stopped {
-		tw.reject(&t.t)
-		tw.mu.Unlock()
-		tw.warn()
-		return false
-	}
-	pending := t.t.pending()
-	t.t.when = when
-	tw.schedule(&t.t) // moves it out of its old bucket first
-	tw.mu.Unlock()
-	return pending
+	return t.t.arm(t.t.tw.deadline(d))
 }
 
 // Rejected reports whether the wheel refused the timer because it had been
