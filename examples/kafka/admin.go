@@ -1,0 +1,219 @@
+package main
+
+import (
+	"encoding/binary"
+	"net"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// served is the requests this broker serves, and the versions of each.
+// Produce and Fetch stop before the versions that name topics by id only.
+var served map[int16]api
+
+type api struct {
+	min, max int16
+	handle   func(b *Broker, c *conn, req kmsg.Request, reply func(kmsg.Response))
+}
+
+func init() { // not a plain initializer: ApiVersions reads the table
+	served = map[int16]api{
+		0: {3, 9, func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) {
+			b.handleProduce(r.(*kmsg.ProduceRequest), reply)
+		}},
+		1: {4, 12, func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) { b.handleFetch(fetchOf(r), reply) }},
+		2: {1, 7, func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) {
+			reply(b.listOffsets(r.(*kmsg.ListOffsetsRequest)))
+		}},
+		3: {0, 12, func(b *Broker, c *conn, r kmsg.Request, reply func(kmsg.Response)) {
+			reply(b.metadata(c, r.(*kmsg.MetadataRequest)))
+		}},
+		18: {0, 3, func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) { reply(apiVersions(r)) }},
+		19: {0, 7, func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) {
+			reply(b.createTopics(r.(*kmsg.CreateTopicsRequest)))
+		}},
+		22: {0, 4, func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) {
+			reply(b.initProducerID(r.(*kmsg.InitProducerIDRequest)))
+		}},
+	}
+}
+
+// fetchOf makes a client's fetch a consumer's: only the broker's own
+// followers fetch as replicas.
+func fetchOf(r kmsg.Request) *kmsg.FetchRequest {
+	req := r.(*kmsg.FetchRequest)
+	req.ReplicaID = -1
+	return req
+}
+
+func apiVersions(r kmsg.Request) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.ApiVersionsResponse)
+	for key := int16(0); key < 100; key++ {
+		if s, ok := served[key]; ok {
+			k := kmsg.NewApiVersionsResponseApiKey()
+			k.ApiKey, k.MinVersion, k.MaxVersion = key, s.min, s.max
+			resp.ApiKeys = append(resp.ApiKeys, k)
+		}
+	}
+	return resp
+}
+
+// metadata describes node 0, the only broker, as leader and sole replica of
+// every partition (the followers live inside it), and creates the topics
+// asked for if AutoCreate is set and the request allows it.
+func (b *Broker) metadata(c *conn, req *kmsg.MetadataRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	host, port, _ := net.SplitHostPort(c.nc.LocalAddr().String())
+	p, _ := strconv.Atoi(port)
+	br := kmsg.NewMetadataResponseBroker()
+	br.NodeID, br.Host, br.Port = 0, host, int32(p)
+	resp.Brokers = append(resp.Brokers, br)
+	cluster := "purgatory"
+	resp.ClusterID, resp.ControllerID = &cluster, 0
+
+	var names []string
+	if req.Topics == nil {
+		b.mu.Lock()
+		for name := range b.topics {
+			names = append(names, name)
+		}
+		b.mu.Unlock()
+	}
+	for _, t := range req.Topics {
+		if t.Topic != nil {
+			names = append(names, *t.Topic)
+		}
+	}
+	for _, name := range names {
+		rt := kmsg.NewMetadataResponseTopic()
+		rt.Topic = kmsg.StringPtr(name)
+		t := b.topic(name)
+		if t == nil && b.cfg.AutoCreate && (req.Version < 4 || req.AllowAutoTopicCreation) {
+			if _, err := b.CreateTopic(name, 0); err == nil {
+				t = b.topic(name)
+			}
+		}
+		if t == nil {
+			rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			resp.Topics = append(resp.Topics, rt)
+			continue
+		}
+		rt.TopicID = t.id
+		for _, l := range t.partitions {
+			rp := kmsg.NewMetadataResponseTopicPartition()
+			rp.Partition, rp.Leader, rp.LeaderEpoch = l.index, 0, 0
+			rp.Replicas, rp.ISR = []int32{0}, []int32{0}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+func (b *Broker) topic(name string) *topic {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.topics[name]
+}
+
+func (b *Broker) createTopics(req *kmsg.CreateTopicsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewCreateTopicsResponseTopic()
+		rt.Topic = t.Topic
+		n := int(t.NumPartitions)
+		if n == -1 {
+			n = 0 // the broker's default
+		}
+		switch {
+		case !validTopic(t.Topic):
+			rt.ErrorCode = kerr.InvalidTopicException.Code
+		case n < 0 || n > maxPartitions:
+			rt.ErrorCode = kerr.InvalidPartitions.Code
+			rt.ErrorMessage = kmsg.StringPtr("partitions: 1 to " + strconv.Itoa(maxPartitions))
+		case t.ReplicationFactor != -1 && int(t.ReplicationFactor) != b.cfg.Replicas:
+			rt.ErrorCode = kerr.InvalidReplicationFactor.Code
+			rt.ErrorMessage = kmsg.StringPtr("this broker runs every partition with " + strconv.Itoa(b.cfg.Replicas) + " replicas; ask for that or -1")
+		case req.ValidateOnly:
+			if b.topic(t.Topic) != nil {
+				rt.ErrorCode = kerr.TopicAlreadyExists.Code
+			}
+		default:
+			created, err := b.CreateTopic(t.Topic, n)
+			switch {
+			case err != nil:
+				rt.ErrorCode = kerr.NotLeaderForPartition.Code
+			case !created:
+				rt.ErrorCode = kerr.TopicAlreadyExists.Code
+			}
+		}
+		if tp := b.topic(t.Topic); tp != nil {
+			rt.TopicID, rt.NumPartitions, rt.ReplicationFactor = tp.id, int32(len(tp.partitions)), int16(b.cfg.Replicas)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+// listOffsets answers the earliest offset (-2), the latest a consumer can
+// read (-1: the high watermark), or the first offset of the first batch whose
+// newest record is at or after a timestamp.
+func (b *Broker) listOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewListOffsetsResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewListOffsetsResponseTopicPartition()
+			rp.Partition = p.Partition
+			l := b.partition(t.Topic, p.Partition)
+			switch {
+			case l == nil:
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case p.Timestamp == -2:
+				rp.Offset = 0
+			case p.Timestamp == -1:
+				_, rp.Offset, _ = l.offsets()
+			default:
+				rp.Offset, rp.Timestamp = l.offsetAt(p.Timestamp)
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+// offsetAt returns the base offset and newest timestamp of the first readable
+// batch whose newest record is at or after ts, or the high watermark and -1.
+func (l *partitionLog) offsetAt(ts int64) (offset, at int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, bt := range l.batches {
+		if bt.base >= l.hw {
+			break
+		}
+		if maxTS := int64(binary.BigEndian.Uint64(bt.data[35:])); maxTS >= ts {
+			return bt.base, maxTS
+		}
+	}
+	return l.hw, -1
+}
+
+// initProducerID hands out producer ids for idempotent producers.
+// Transactions are not supported.
+func (b *Broker) initProducerID(req *kmsg.InitProducerIDRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
+	if req.TransactionalID != nil {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp
+	}
+	b.mu.Lock()
+	b.producer++
+	resp.ProducerID = b.producer
+	b.mu.Unlock()
+	resp.ProducerEpoch = 0
+	return resp
+}

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestBadFramesCloseTheConnectionWithALogLine: input that cannot be answered
+// closes its connection with a line in the log; the broker goes on serving
+// others, and its goroutines end (TestMain checks for leaks).
+func TestBadFramesCloseTheConnectionWithALogLine(t *testing.T) {
+	_, addr, logs := startBroker(t, Config{Replicas: 1, MaxFrameBytes: 1 << 20}, "t:1")
+	metadata := kmsg.NewPtrMetadataRequest()
+	metadata.Version = 1
+	produce := kmsg.NewPtrProduceRequest()
+	produce.Version = 99 // beyond any version kmsg knows
+	for _, tc := range []struct {
+		name  string
+		bytes []byte
+		log   string
+	}{
+		{"truncated frame", append(binary.BigEndian.AppendUint32(nil, 100), make([]byte, 10)...), "truncated request"},
+		{"oversized frame", binary.BigEndian.AppendUint32(nil, 2<<20), "request of 2097152 bytes"},
+		{"negative size", binary.BigEndian.AppendUint32(nil, 0xffffff00), "request of -256 bytes"},
+		{"unknown API key", rekey(frame(metadata, 1), 999), "unknown API key 999"},
+		{"unknown version", frame(produce, 1), "version 99"},
+		{"truncated body", truncateBody(frame(metadata, 1)), "MetadataRequest"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nc, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			if _, err := nc.Write(tc.bytes); err != nil {
+				t.Fatal(err)
+			}
+			if tc.name == "truncated frame" {
+				nc.(*net.TCPConn).CloseWrite()
+			}
+			nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+			if n, err := nc.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+				t.Errorf("read %d bytes, %v; want the connection closed", n, err)
+			}
+			if !logs.has(tc.log) {
+				t.Errorf("no log line containing %q; log: %q", tc.log, logs.lines)
+			}
+		})
+	}
+	// And it still serves.
+	c := dialRaw(t, addr)
+	if _, err := c.do(metadata); err != nil {
+		t.Fatalf("after bad input: %v", err)
+	}
+}
+
+func rekey(f []byte, key int16) []byte {
+	binary.BigEndian.PutUint16(f[4:], uint16(key))
+	return f
+}
+
+// truncateBody cuts a frame's body short but keeps its size field honest.
+func truncateBody(f []byte) []byte {
+	f = f[:len(f)-2]
+	binary.BigEndian.PutUint32(f, uint32(len(f)-4))
+	return f
+}
+
+// TestUnservedRequestsGetErrorCodes: requests the broker does not serve are
+// answered with the protocol's error codes, and a fetch or produce for a
+// partition that does not exist with UNKNOWN_TOPIC_OR_PARTITION, at once.
+func TestUnservedRequestsGetErrorCodes(t *testing.T) {
+	_, addr, logs := startBroker(t, Config{Replicas: 1}, "t:1")
+	c := dialRaw(t, addr)
+
+	av := kmsg.NewPtrApiVersionsRequest()
+	av.Version = 3
+	resp, err := c.do(av)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keys := resp.(*kmsg.ApiVersionsResponse).ApiKeys; len(keys) != len(served) {
+		t.Errorf("ApiVersions lists %d APIs, the broker serves %d", len(keys), len(served))
+	}
+
+	// An ApiVersions newer than served is answered at v0 with
+	// UNSUPPORTED_VERSION and the versions served, as Kafka does.
+	av = kmsg.NewPtrApiVersionsRequest()
+	av.Version = 3
+	f := frame(av, 7)
+	binary.BigEndian.PutUint16(f[6:], 9)
+	if _, err := c.Write(f); err != nil {
+		t.Fatal(err)
+	}
+	c.sent[7] = kmsg.NewPtrApiVersionsRequest() // v0, as the answer is
+	resp, err = c.recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := resp.(*kmsg.ApiVersionsResponse); r.ErrorCode != kerr.UnsupportedVersion.Code || len(r.ApiKeys) == 0 {
+		t.Errorf("ApiVersions v9: error %d with %d keys; want UNSUPPORTED_VERSION and the keys", r.ErrorCode, len(r.ApiKeys))
+	}
+
+	join := kmsg.NewPtrJoinGroupRequest() // groups are not served
+	join.Version, join.Group, join.ProtocolType = 5, "g", "consumer"
+	resp, err = c.do(join)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.(*kmsg.JoinGroupResponse).ErrorCode; code != kerr.UnsupportedVersion.Code {
+		t.Errorf("JoinGroup: error %d, want UNSUPPORTED_VERSION (35)", code)
+	}
+	if !logs.has("API key 11 version 5 is not served") {
+		t.Errorf("no log line for the JoinGroup; log: %q", logs.lines)
+	}
+
+	for _, name := range []string{"t", "nope"} { // partition 3 of t; topic nope
+		start := time.Now()
+		resp, err := c.do(fetchReq(name, 3, 0, 10*time.Second, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code := resp.(*kmsg.FetchResponse).Topics[0].Partitions[0].ErrorCode; code != kerr.UnknownTopicOrPartition.Code {
+			t.Errorf("fetch %s-3: error %d, want UNKNOWN_TOPIC_OR_PARTITION (3)", name, code)
+		}
+		if waited := time.Since(start); waited >= 10*time.Second {
+			t.Errorf("fetch %s-3 waited its MaxWait (%v) for a partition that does not exist", name, waited)
+		}
+	}
+
+	resp, err = c.do(fetchReq("t", 0, 5, 10*time.Second, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.(*kmsg.FetchResponse).Topics[0].Partitions[0].ErrorCode; code != kerr.OffsetOutOfRange.Code {
+		t.Errorf("fetch past the log end: error %d, want OFFSET_OUT_OF_RANGE (1)", code)
+	}
+
+	produce := kmsg.NewPtrProduceRequest()
+	produce.Version, produce.Acks, produce.TimeoutMillis = 7, -1, 10_000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "nope"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = recordBatch(t, "x")
+	rt.Partitions = append(rt.Partitions, rp)
+	bad := kmsg.NewProduceRequestTopicPartition()
+	bad.Records = []byte("not a record batch")
+	good := kmsg.NewProduceRequestTopic()
+	good.Topic, good.Partitions = "t", []kmsg.ProduceRequestTopicPartition{bad}
+	produce.Topics = append(produce.Topics, rt, good)
+	resp, err = c.do(produce)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := resp.(*kmsg.ProduceResponse)
+	if code := pr.Topics[0].Partitions[0].ErrorCode; code != kerr.UnknownTopicOrPartition.Code {
+		t.Errorf("produce to nope-0: error %d, want UNKNOWN_TOPIC_OR_PARTITION (3)", code)
+	}
+	if code := pr.Topics[1].Partitions[0].ErrorCode; code != kerr.CorruptMessage.Code {
+		t.Errorf("produce of garbage: error %d, want CORRUPT_MESSAGE (2)", code)
+	}
+
+	create := kmsg.NewPtrCreateTopicsRequest()
+	create.Version = 4
+	for _, tc := range []struct {
+		name string
+		n    int32
+	}{{"huge", 1_000_000}, {"bad name!", 1}, {"ok", 2}, {"t", 1}} {
+		ct := kmsg.NewCreateTopicsRequestTopic()
+		ct.Topic, ct.NumPartitions, ct.ReplicationFactor = tc.name, tc.n, -1
+		create.Topics = append(create.Topics, ct)
+	}
+	resp, err = c.do(create)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []int16{kerr.InvalidPartitions.Code, kerr.InvalidTopicException.Code, 0, kerr.TopicAlreadyExists.Code}
+	for i, ct := range resp.(*kmsg.CreateTopicsResponse).Topics {
+		if ct.ErrorCode != want[i] {
+			t.Errorf("CreateTopics %q: error %d, want %d", ct.Topic, ct.ErrorCode, want[i])
+		}
+	}
+}

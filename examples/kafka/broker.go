@@ -1,0 +1,306 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/purgatory-go/purgatory/purgatory"
+	"github.com/purgatory-go/purgatory/timingwheel"
+)
+
+// Config is how a Broker runs. The zero value of each field means its default.
+type Config struct {
+	Partitions      int           // of a topic created without a count (default 1)
+	Replicas        int           // R: each partition's replicas, the leader included (default 3)
+	AutoCreate      bool          // create a topic the first time a client asks for it
+	FollowerMaxWait time.Duration // a follower's fetch long-polls this long (default 500 ms)
+	FollowerDelay   time.Duration // a follower waits this long before each fetch (a slow replica)
+	MaxFrameBytes   int32         // the largest request accepted (default 100 MiB, Kafka's socket.request.max.bytes)
+	Logf            func(format string, args ...any)
+}
+
+// Broker is one Kafka broker, node 0, leader of every partition; each
+// partition's followers are goroutines of the same process. Produce requests
+// with acks=all wait in one purgatory until every replica holds their records;
+// fetches wait in another until enough bytes arrive or their MaxWait passes.
+// Both purgatories share one timing wheel.
+type Broker struct {
+	cfg      Config
+	tw       *timingwheel.TimingWheel
+	produces *purgatory.Purgatory[*partitionLog]
+	fetches  *purgatory.Purgatory[fetchKey]
+	ctx      context.Context // done when Shutdown begins
+	cancel   context.CancelFunc
+
+	mu        sync.Mutex
+	topics    map[string]*topic
+	order     []*topic // as created
+	listeners []net.Listener
+	conns     map[*conn]struct{}
+	stalled   chan struct{} // closed when followers may go on; nil when they are not stalled
+	// followerFetches are the followers' fetches parked now, for
+	// wakeFollowers; handleFetch records them, and their answer forgets them.
+	followerFetches map[int]*delayedFetch
+	generation      int         // topics created so far
+	known           map[int]int // per follower, the generation of its partition list
+	producer        int64       // the last producer id handed out
+
+	wg sync.WaitGroup // connections and followers
+}
+
+type topic struct {
+	name       string
+	id         [16]byte
+	partitions []*partitionLog
+}
+
+// fetchKey is what a fetch waits on: a partition, as a consumer (which reads
+// up to the high watermark) or as a follower (which reads up to the log end).
+// An append wakes the followers; a rising high watermark wakes the consumers.
+type fetchKey struct {
+	log      *partitionLog
+	follower bool
+}
+
+// NewBroker returns a broker with no topics and nothing served yet.
+func NewBroker(cfg Config) (*Broker, error) {
+	if cfg.Partitions == 0 {
+		cfg.Partitions = 1
+	}
+	if cfg.Replicas == 0 {
+		cfg.Replicas = 3
+	}
+	if cfg.FollowerMaxWait == 0 {
+		cfg.FollowerMaxWait = 500 * time.Millisecond
+	}
+	if cfg.MaxFrameBytes == 0 {
+		cfg.MaxFrameBytes = 100 << 20
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = log.Printf
+	}
+	if cfg.Partitions < 1 || cfg.Replicas < 1 || cfg.MaxFrameBytes < 0 || cfg.FollowerMaxWait < 0 || cfg.FollowerDelay < 0 {
+		return nil, fmt.Errorf("kafka: invalid config %+v: partitions and replicas must be at least 1, durations and sizes not negative", cfg)
+	}
+	tw, err := timingwheel.New()
+	if err != nil {
+		return nil, err
+	}
+	b := &Broker{cfg: cfg, tw: tw, topics: map[string]*topic{}, conns: map[*conn]struct{}{}, followerFetches: map[int]*delayedFetch{}, known: map[int]int{}}
+	b.ctx, b.cancel = context.WithCancel(context.Background())
+	if b.produces, err = purgatory.New[*partitionLog]("produce", purgatory.WithTimingWheel(tw)); err == nil {
+		b.fetches, err = purgatory.New[fetchKey]("fetch", purgatory.WithTimingWheel(tw))
+	}
+	if err != nil {
+		tw.Stop()
+		return nil, err
+	}
+	for f := 1; f < cfg.Replicas; f++ {
+		b.wg.Add(1)
+		go b.follow(f)
+	}
+	return b, nil
+}
+
+// CreateTopic creates a topic with n partitions (Config.Partitions if n is 0);
+// the followers start copying it at once. It returns false if the topic
+// exists.
+func (b *Broker) CreateTopic(name string, n int) (created bool, err error) {
+	if n == 0 {
+		n = b.cfg.Partitions
+	}
+	if !validTopic(name) || n < 1 || n > maxPartitions {
+		return false, fmt.Errorf("kafka: topic %q with %d partitions: need a name of up to 249 letters, digits, '.', '_' and '-', and 1 to %d partitions", name, n, maxPartitions)
+	}
+	b.mu.Lock()
+	if b.ctx.Err() != nil {
+		b.mu.Unlock()
+		return false, errShuttingDown
+	}
+	if _, ok := b.topics[name]; ok {
+		b.mu.Unlock()
+		return false, nil
+	}
+	t := &topic{name: name, id: topicID(name)}
+	for i := range n {
+		t.partitions = append(t.partitions, newPartitionLog(name, int32(i), b.cfg.Replicas))
+	}
+	b.topics[name] = t
+	b.order = append(b.order, t)
+	b.generation++
+	b.mu.Unlock()
+	b.wakeFollowers()
+	return true, nil
+}
+
+// maxPartitions bounds a topic, so that one request cannot make the broker
+// allocate without end.
+const maxPartitions = 10_000
+
+// validTopic reports whether name is a legal Kafka topic name.
+func validTopic(name string) bool {
+	if name == "" || len(name) > 249 || name == "." || name == ".." {
+		return false
+	}
+	for _, c := range []byte(name) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+var errShuttingDown = errors.New("kafka: broker is shutting down")
+
+// topicID derives a stable id from the name (the protocol wants one from
+// Metadata v10; nothing here looks topics up by it).
+func topicID(name string) (id [16]byte) {
+	h := uint64(14695981039346656037)
+	for i := range 2 {
+		for _, c := range []byte(name) {
+			h = (h ^ uint64(c)) * 1099511628211
+		}
+		for j := range 8 {
+			id[8*i+j] = byte(h >> (8 * j))
+		}
+	}
+	return id
+}
+
+// partitionsFor returns every partition, topic by topic in the order they
+// were created, for follower f's next fetch, and notes which topics f knows.
+func (b *Broker) partitionsFor(f int) []*partitionLog {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var all []*partitionLog
+	for _, t := range b.order {
+		all = append(all, t.partitions...)
+	}
+	b.known[f] = b.generation
+	return all
+}
+
+// partition returns a partition's log, or nil if there is none.
+func (b *Broker) partition(topicName string, index int32) *partitionLog {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t := b.topics[topicName]
+	if t == nil || index < 0 || int(index) >= len(t.partitions) {
+		return nil
+	}
+	return t.partitions[index]
+}
+
+// Serve accepts connections on ln until Shutdown; it returns nil then.
+func (b *Broker) Serve(ln net.Listener) error {
+	b.mu.Lock()
+	if b.ctx.Err() != nil {
+		b.mu.Unlock()
+		ln.Close()
+		return nil
+	}
+	b.listeners = append(b.listeners, ln)
+	b.mu.Unlock()
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if b.ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		c := newConn(b, nc)
+		b.mu.Lock()
+		if b.ctx.Err() != nil {
+			b.mu.Unlock()
+			nc.Close()
+			return nil
+		}
+		b.conns[c] = struct{}{}
+		b.wg.Add(1)
+		b.mu.Unlock()
+		go c.serve()
+	}
+}
+
+// Shutdown stops accepting connections, answers every parked request (a
+// fetch with what there is, a produce still waiting for its replicas with
+// NOT_LEADER_OR_FOLLOWER, so that the client retries elsewhere), writes
+// the answers, then closes the connections and waits for every goroutine the
+// broker started, until ctx is done.
+func (b *Broker) Shutdown(ctx context.Context) error {
+	b.mu.Lock()
+	b.cancel()
+	for _, ln := range b.listeners {
+		ln.Close()
+	}
+	b.resumeLocked()
+	conns := make([]*conn, 0, len(b.conns))
+	for c := range b.conns {
+		conns = append(conns, c)
+	}
+	b.mu.Unlock()
+
+	// Closing ends every parked operation (Outcome Closed); their
+	// OnComplete hands each answer to its connection's writer.
+	b.produces.Close()
+	b.fetches.Close()
+	for _, c := range conns {
+		c.drain() // stop reading; close once every answer is written
+	}
+	done := make(chan struct{})
+	go func() { b.wg.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+		for _, c := range conns {
+			c.nc.Close()
+		}
+	}
+	if _, werr := b.tw.Shutdown(ctx); err == nil {
+		err = werr
+	}
+	return err
+}
+
+// StallFollowers stops (true) or resumes (false) every follower before its
+// next fetch, as a replica that has fallen behind would.
+func (b *Broker) StallFollowers(stall bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !stall {
+		b.resumeLocked()
+		return
+	}
+	if b.stalled == nil {
+		b.stalled = make(chan struct{})
+	}
+}
+
+func (b *Broker) resumeLocked() {
+	if b.stalled != nil {
+		close(b.stalled)
+		b.stalled = nil
+	}
+}
+
+func (b *Broker) stall() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stalled
+}
+
+func (b *Broker) forget(c *conn) {
+	b.mu.Lock()
+	delete(b.conns, c)
+	b.mu.Unlock()
+}
+
+var aLongTimeAgo = time.Unix(1, 0)

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/purgatory-go/purgatory/purgatory"
+)
+
+// delayedFetch is a fetch waiting for MinBytes to arrive on the partitions it
+// reads, or for its MaxWait to pass (Kafka's DelayedFetch). Either way it is
+// answered with what there is then. A consumer reads up to the high
+// watermark; a follower (replica > 0) up to the log end. It is watched under
+// each partition it reads.
+type delayedFetch struct {
+	purgatory.Op
+	req      *kmsg.FetchRequest
+	replica  int // 0: a consumer; 1 to R-1: the follower of that number
+	parts    []fetchPart
+	minBytes int64
+	reply    func(kmsg.Response)
+	b        *Broker
+}
+
+// fetchPart is one partition a fetch reads, where its answer goes.
+type fetchPart struct {
+	log      *partitionLog // nil: no such partition
+	offset   int64
+	maxBytes int32
+	topic    int // index into the request's (and the response's) topics
+	index    int32
+}
+
+// TryComplete reports whether MinBytes are there to be read, across every
+// partition. It takes each partition's lock in turn, never two at once.
+func (d *delayedFetch) TryComplete() bool {
+	var n int64
+	for _, p := range d.parts {
+		if p.log == nil {
+			continue
+		}
+		if avail, ok := p.log.available(p.offset, d.replica > 0); ok {
+			n += avail
+		} else {
+			return true // out of range now: answer with the error at once
+		}
+	}
+	return n >= d.minBytes
+}
+
+// OnComplete answers the fetch with what there is, whichever way it ended.
+func (d *delayedFetch) OnComplete() {
+	if d.replica > 0 {
+		d.b.unparkFollower(d)
+	}
+	d.reply(d.response())
+}
+func (d *delayedFetch) OnExpiration() {}
+
+// handleFetch serves a consumer's fetch (ReplicaID -1) or a follower's. A
+// follower's fetch offset also tells the leader how far that follower has
+// copied, which may move the high watermark. The fetch is answered at once if
+// it may not wait, if it asks for a partition that does not exist, or if its
+// bytes are there already; otherwise it parks in the fetch purgatory.
+func (b *Broker) handleFetch(req *kmsg.FetchRequest, reply func(kmsg.Response)) {
+	d := &delayedFetch{b: b, req: req, replica: max(0, int(req.ReplicaID)), minBytes: int64(req.MinBytes), reply: reply}
+	if d.replica >= b.cfg.Replicas {
+		d.replica = 0 // not one of ours: served as a consumer
+	}
+	immediate := req.MaxWaitMillis <= 0 || req.MinBytes <= 0
+	var keys []fetchKey
+	for ti, t := range req.Topics {
+		for _, p := range t.Partitions {
+			l := b.partition(t.Topic, p.Partition)
+			d.parts = append(d.parts, fetchPart{log: l, offset: p.FetchOffset, maxBytes: p.PartitionMaxBytes, topic: ti, index: p.Partition})
+			if l == nil {
+				immediate = true
+				continue
+			}
+			if d.replica > 0 && l.followerAt(d.replica, p.FetchOffset) {
+				b.highWatermarkMoved(l)
+			}
+			keys = append(keys, fetchKey{l, d.replica > 0})
+		}
+	}
+	if len(keys) == 0 && d.replica > 0 && !immediate {
+		// A follower with no partitions to copy yet waits for the first
+		// topic, which wakes it.
+		d.Timeout = time.Duration(req.MaxWaitMillis) * time.Millisecond
+		keys = append(keys, fetchKey{})
+	} else if immediate || len(keys) == 0 {
+		reply(d.response())
+		return
+	}
+	d.Timeout = time.Duration(req.MaxWaitMillis) * time.Millisecond
+	if d.replica > 0 && !b.parkFollower(d) {
+		reply(d.response()) // a topic was created since the follower asked: ask again
+		return
+	}
+	b.fetches.TryCompleteElseWatch(d, keys...)
+}
+
+// response reads every partition now, in the order asked, within the fetch's
+// MaxBytes (though the first batch found is sent whole, as Kafka does).
+func (d *delayedFetch) response() kmsg.Response {
+	resp := d.req.ResponseKind().(*kmsg.FetchResponse)
+	budget := int64(d.req.MaxBytes)
+	if d.req.Version < 3 || budget <= 0 {
+		budget = 1 << 62
+	}
+	for _, t := range d.req.Topics {
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		resp.Topics = append(resp.Topics, rt)
+	}
+	var sent int64
+	for _, p := range d.parts {
+		rt := &resp.Topics[p.topic]
+		rp := kmsg.NewFetchResponseTopicPartition()
+		rp.Partition = p.index
+		rp.RecordBatches = []byte{} // empty, not null: librdkafka refuses a null set
+		switch {
+		case p.log == nil:
+			rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			rp.HighWatermark, rp.LastStableOffset = -1, -1
+		case sent > 0 && sent >= budget:
+			_, hw, _ := p.log.offsets()
+			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = hw, hw, 0
+		default:
+			records, hw, ok := p.log.read(p.offset, int32(min(int64(p.maxBytes), budget-sent)), d.replica > 0)
+			if !ok {
+				rp.ErrorCode = kerr.OffsetOutOfRange.Code
+			}
+			if records != nil {
+				rp.RecordBatches = records
+			}
+			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = hw, hw, 0
+			sent += int64(len(records))
+		}
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	return resp
+}
+
+// highWatermarkMoved wakes what waits for l's high watermark: acks=all
+// produces and consumers' fetches.
+func (b *Broker) highWatermarkMoved(l *partitionLog) {
+	b.produces.CheckAndComplete(l)
+	b.fetches.CheckAndComplete(fetchKey{l, false})
+}
+
+// parkFollower records a follower's fetch for wakeFollowers before it is
+// watched, so that a topic created from then on wakes it. It returns false
+// if a topic was created since the follower listed the partitions.
+func (b *Broker) parkFollower(d *delayedFetch) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.known[d.replica] != b.generation {
+		return false
+	}
+	b.followerFetches[d.replica] = d
+	return true
+}
+
+func (b *Broker) unparkFollower(d *delayedFetch) {
+	b.mu.Lock()
+	if b.followerFetches[d.replica] == d {
+		delete(b.followerFetches, d.replica)
+	}
+	b.mu.Unlock()
+}

@@ -1,0 +1,274 @@
+package main
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+)
+
+// partitionLog is one partition: the leader's log and what its followers have
+// copied. Every field is guarded by mu; nobody calls out while holding it.
+//
+// Offsets follow Kafka: the log end offset (leo) is the next offset to be
+// written; the high watermark (hw) is the first offset not yet held by every
+// in-sync replica, and consumers see only what lies below it. Followers see up
+// to leo. Every replica is in sync: this example never shrinks the ISR, so a
+// stalled follower holds the high watermark back (and acks=all produces time
+// out) until it catches up.
+type partitionLog struct {
+	topic string
+	index int32
+
+	mu        sync.Mutex
+	batches   []batch // in offset order; batches[i].base == batches[i-1].last+1
+	size      int64   // bytes in batches
+	hw        int64
+	followers []int64        // each follower's log end offset, as its last fetch said
+	copies    []*replicaCopy // each follower's copy, which it alone writes (not under mu)
+	producers map[int64]*sequences
+}
+
+// batch is one record batch as the producer sent it, its base offset
+// rewritten to where it sits in the log.
+type batch struct {
+	base, last int64
+	pos        int64 // bytes of the log before this batch
+	data       []byte
+}
+
+func newPartitionLog(topic string, index int32, replicas int) *partitionLog {
+	l := &partitionLog{topic: topic, index: index, followers: make([]int64, replicas-1), producers: map[int64]*sequences{}}
+	for range replicas - 1 {
+		l.copies = append(l.copies, new(replicaCopy))
+	}
+	return l
+}
+
+func batchBase(data []byte) int64 { return int64(binary.BigEndian.Uint64(data[offBaseOffset:])) }
+
+// batchLast returns the last offset a batch spans.
+func batchLast(data []byte) int64 {
+	return batchBase(data) + int64(int32(binary.BigEndian.Uint32(data[offLastDelta:])))
+}
+
+func (l *partitionLog) String() string { return fmt.Sprintf("%s-%d", l.topic, l.index) }
+
+// leo returns the log end offset. The caller holds mu.
+func (l *partitionLog) leo() int64 {
+	if len(l.batches) == 0 {
+		return 0
+	}
+	return l.batches[len(l.batches)-1].last + 1
+}
+
+// The v2 record batch header, as far as this broker reads it: the base offset
+// (rewritten here; not covered by the CRC), the length of the rest, the magic
+// byte, how many offsets the batch spans, and the idempotent producer's id and
+// first sequence.
+const (
+	batchHeaderLen   = 61
+	offBaseOffset    = 0
+	offLength        = 8
+	offMagic         = 16
+	offLastDelta     = 23
+	offProducerID    = 43
+	offFirstSequence = 53
+)
+
+var errCorrupt = errors.New("record batch is truncated or not magic v2")
+
+// splitBatches checks that records is a sequence of whole v2 record batches
+// and returns them.
+func splitBatches(records []byte) ([][]byte, error) {
+	var out [][]byte
+	for len(records) > 0 {
+		if len(records) < batchHeaderLen {
+			return nil, errCorrupt
+		}
+		n := 12 + int(int32(binary.BigEndian.Uint32(records[offLength:])))
+		if n < batchHeaderLen || n > len(records) || records[offMagic] != 2 {
+			return nil, errCorrupt
+		}
+		out = append(out, records[:n:n])
+		records = records[n:]
+	}
+	if len(out) == 0 {
+		return nil, errCorrupt
+	}
+	return out, nil
+}
+
+// appendBatch writes one batch at the log's end and returns the offsets it
+// took. A batch an idempotent producer sent before (a retry) is not written
+// again: its first write's offsets are returned. A gap in a producer's
+// sequence is refused.
+func (l *partitionLog) appendBatch(data []byte) (base, last int64, err error) {
+	span := int64(int32(binary.BigEndian.Uint32(data[offLastDelta:]))) + 1
+	if span < 1 {
+		return 0, 0, errCorrupt
+	}
+	pid := int64(binary.BigEndian.Uint64(data[offProducerID:]))
+	seq := int32(binary.BigEndian.Uint32(data[offFirstSequence:]))
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var ps *sequences
+	if pid >= 0 {
+		ps = l.producers[pid]
+		if ps == nil {
+			ps = &sequences{}
+			l.producers[pid] = ps
+		}
+		if b, l, ok := ps.seen(seq); ok {
+			return b, l, nil
+		}
+		if !ps.next(seq) {
+			return 0, 0, errOutOfOrder
+		}
+	}
+	base = l.leo()
+	last = base + span - 1
+	own := append([]byte(nil), data...) // the request's buffer is reused
+	binary.BigEndian.PutUint64(own[offBaseOffset:], uint64(base))
+	l.batches = append(l.batches, batch{base: base, last: last, pos: l.size, data: own})
+	l.size += int64(len(own))
+	if ps != nil {
+		ps.record(seq, int32(span), base, last)
+	}
+	if len(l.followers) == 0 {
+		l.hw = last + 1
+	}
+	return base, last, nil
+}
+
+var errOutOfOrder = errors.New("out of order sequence number")
+
+// sequences remembers an idempotent producer's last five batches on one
+// partition (Kafka keeps as many), so that a retried batch is acknowledged
+// with its first offsets instead of being written twice.
+type sequences struct {
+	recent [5]struct {
+		seq, end   int32 // end: the next sequence expected after the batch
+		base, last int64
+	}
+	n int // batches recorded, at most len(recent)
+	i int // where the next one goes
+}
+
+func (s *sequences) seen(seq int32) (base, last int64, ok bool) {
+	for _, r := range s.recent[:s.n] {
+		if r.seq == seq {
+			return r.base, r.last, true
+		}
+	}
+	return 0, 0, false
+}
+
+// next reports whether seq continues the producer's sequence.
+func (s *sequences) next(seq int32) bool {
+	if s.n == 0 {
+		return true // a producer new to this partition may start anywhere
+	}
+	prev := s.recent[(s.i+len(s.recent)-1)%len(s.recent)]
+	return seq == prev.end
+}
+
+func (s *sequences) record(seq, span int32, base, last int64) {
+	end := seq + span
+	if end < 0 {
+		end -= -1 << 31 // sequences wrap at MaxInt32 to 0
+	}
+	s.recent[s.i] = struct {
+		seq, end   int32
+		base, last int64
+	}{seq, end, base, last}
+	s.i = (s.i + 1) % len(s.recent)
+	s.n = min(s.n+1, len(s.recent))
+}
+
+// find returns the index of the batch holding offset, or len(batches) if
+// offset is at or past the end. The caller holds mu.
+func (l *partitionLog) find(offset int64) int {
+	return sort.Search(len(l.batches), func(i int) bool { return l.batches[i].last >= offset })
+}
+
+// posOf returns how many bytes of the log lie before the batch holding offset.
+// The caller holds mu.
+func (l *partitionLog) posOf(offset int64) int64 {
+	if i := l.find(offset); i < len(l.batches) {
+		return l.batches[i].pos
+	}
+	return l.size
+}
+
+// limit is how far a reader may read: the high watermark for a consumer, the
+// log end for a follower. The caller holds mu.
+func (l *partitionLog) limit(follower bool) int64 {
+	if follower {
+		return l.leo()
+	}
+	return l.hw
+}
+
+// available returns the bytes a reader from offset could be sent now, and
+// whether offset is in the log's range at all.
+func (l *partitionLog) available(offset int64, follower bool) (n int64, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if offset < 0 || offset > l.leo() {
+		return 0, false
+	}
+	end := l.limit(follower)
+	if offset >= end {
+		return 0, true
+	}
+	return l.posOf(end) - l.posOf(offset), true
+}
+
+// read returns the batches from the one holding offset up to the reader's
+// limit and at most maxBytes, though always the first whole batch (Kafka's
+// KIP-74, so that a batch larger than maxBytes cannot stall a reader), and the
+// high watermark to report.
+func (l *partitionLog) read(offset int64, maxBytes int32, follower bool) (records []byte, hw int64, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if offset < 0 || offset > l.leo() {
+		return nil, l.hw, false
+	}
+	end := l.limit(follower)
+	for i := l.find(offset); i < len(l.batches) && l.batches[i].base < end; i++ {
+		b := l.batches[i]
+		if len(records) > 0 && len(records)+len(b.data) > int(maxBytes) {
+			break
+		}
+		records = append(records, b.data...)
+	}
+	return records, l.hw, true
+}
+
+// followerAt records that follower f (1 to R-1) holds everything before
+// offset, as its fetch from offset says, and reports whether the high
+// watermark moved.
+func (l *partitionLog) followerAt(f int, offset int64) (advanced bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.followers[f-1] = max(l.followers[f-1], min(offset, l.leo()))
+	hw := l.leo()
+	for _, o := range l.followers {
+		hw = min(hw, o)
+	}
+	if hw > l.hw {
+		l.hw = hw
+		return true
+	}
+	return false
+}
+
+// offsets returns the log's start, high watermark and end.
+func (l *partitionLog) offsets() (start, hw, leo int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return 0, l.hw, l.leo()
+}

@@ -1,0 +1,156 @@
+// Command kafka is a small Kafka broker that real clients (franz-go, kcat,
+// librdkafka) produce to and long-poll from, built on the purgatory: an
+// acks=all produce waits in one purgatory until every replica holds its
+// records, and a fetch (a consumer's, or a follower's copying the leader)
+// waits in another until MinBytes arrive or its MaxWait passes, as in Kafka's
+// ReplicaManager. Partitions live in memory, each with R replicas inside the
+// process. SIGTERM or Ctrl-C stops it gracefully: it stops accepting, answers
+// every parked request, then closes.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/purgatory-go/purgatory/metrics"
+)
+
+type options struct {
+	addr, metricsAddr string
+	topics            string
+	cfg               Config
+	grace             time.Duration
+	cpuProfile        string
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.addr, "addr", "127.0.0.1:9092", "listen for Kafka clients here")
+	flag.StringVar(&o.metricsAddr, "metrics-addr", "127.0.0.1:2113", "serve Prometheus metrics at http://ADDR/metrics (empty: off)")
+	flag.StringVar(&o.topics, "topics", "", "topics to create at start, comma-separated, each NAME or NAME:PARTITIONS")
+	flag.IntVar(&o.cfg.Partitions, "partitions", 8, "partitions of a topic created without a count")
+	flag.IntVar(&o.cfg.Replicas, "replicas", 3, "replicas per partition, the leader included")
+	flag.BoolVar(&o.cfg.AutoCreate, "auto-create", true, "create a topic the first time a client asks for it")
+	flag.DurationVar(&o.cfg.FollowerDelay, "follower-delay", 0, "each follower waits this long before each fetch (a slow replica)")
+	flag.DurationVar(&o.grace, "grace", 10*time.Second, "how long shutdown may take")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	flag.Parse()
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o, os.Stdout); err != nil {
+		log.Print(err)
+		pprof.StopCPUProfile()
+		os.Exit(1)
+	}
+}
+
+// run serves until ctx is done, then shuts down within o.grace. It prints the
+// address it listens on first, so that a script (or a test) can connect.
+func run(ctx context.Context, o options, out io.Writer) error {
+	b, err := NewBroker(o.cfg)
+	if err != nil {
+		return err
+	}
+	if err := createTopics(b, o.topics); err != nil {
+		b.Shutdown(context.Background())
+		return err
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		b.Shutdown(context.Background())
+		return err
+	}
+	var srv *http.Server
+	if o.metricsAddr != "" {
+		if srv, err = serveMetrics(b, o.metricsAddr); err != nil {
+			ln.Close()
+			b.Shutdown(context.Background())
+			return err
+		}
+	}
+	fmt.Fprintf(out, "kafka: listening on %s (replicas %d)\n", ln.Addr(), o.cfg.Replicas)
+	served := make(chan error, 1)
+	go func() { served <- b.Serve(ln) }()
+	select {
+	case err = <-served:
+	case <-ctx.Done():
+	}
+	fmt.Fprintln(out, "kafka: shutting down: answering parked requests")
+	sctx, cancel := context.WithTimeout(context.Background(), o.grace)
+	defer cancel()
+	err = errors.Join(err, b.Shutdown(sctx))
+	if srv != nil {
+		err = errors.Join(err, srv.Shutdown(sctx))
+	}
+	if err == nil {
+		err = <-served
+	}
+	ps, fs := b.produces.Stats(), b.fetches.Stats()
+	fmt.Fprintf(out, "kafka: stopped; produces waited %d (completed %d, expired %d, closed %d), fetches waited %d (completed %d, expired %d, closed %d)\n",
+		ps.Added, ps.Completed, ps.Expired, ps.Closed, fs.Added, fs.Completed, fs.Expired, fs.Closed)
+	return err
+}
+
+func createTopics(b *Broker, spec string) error {
+	for _, t := range strings.Split(spec, ",") {
+		if t = strings.TrimSpace(t); t == "" {
+			continue
+		}
+		name, count, _ := strings.Cut(t, ":")
+		n := 0
+		if count != "" {
+			if _, err := fmt.Sscan(count, &n); err != nil || n < 1 {
+				return fmt.Errorf("kafka: -topics %q: partitions of %s must be a positive number", spec, name)
+			}
+		}
+		if _, err := b.CreateTopic(name, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// serveMetrics exports both purgatories and their wheel.
+func serveMetrics(b *Broker, addr string) (*http.Server, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		metrics.NewPurgatoryCollector(b.produces),
+		metrics.NewPurgatoryCollector(b.fetches),
+		metrics.NewTimingWheelCollector(b.tw, "kafka"),
+	)
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	return srv, nil
+}

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/purgatory-go/purgatory/purgatory"
+)
+
+// delayedProduce is an acks=all produce waiting until every in-sync replica
+// holds what it wrote, on every partition it wrote to, or until its timeout
+// (Kafka's DelayedProduce). It is watched under each of those partitions.
+type delayedProduce struct {
+	purgatory.Op
+	resp  *kmsg.ProduceResponse
+	waits []produceWait
+	reply func(kmsg.Response)
+}
+
+// produceWait is one partition a produce waits on: replicated once the high
+// watermark passes last.
+type produceWait struct {
+	log  *partitionLog
+	last int64
+	into *kmsg.ProduceResponseTopicPartition // its answer, to fail if it never is
+}
+
+func (w produceWait) replicated() bool {
+	_, hw, _ := w.log.offsets()
+	return hw > w.last
+}
+
+// TryComplete reports whether every partition has replicated the produce.
+func (d *delayedProduce) TryComplete() bool {
+	for _, w := range d.waits {
+		if !w.replicated() {
+			return false
+		}
+	}
+	return true
+}
+
+// OnComplete answers the produce. A partition not replicated by then is
+// answered REQUEST_TIMED_OUT if the timeout ended the wait, or
+// NOT_LEADER_FOR_PARTITION if shutdown did (the client retries elsewhere):
+// nothing is acknowledged that every replica does not hold.
+func (d *delayedProduce) OnComplete() {
+	fail := kerr.RequestTimedOut.Code
+	if d.Outcome() == purgatory.Closed {
+		fail = kerr.NotLeaderForPartition.Code
+	}
+	for _, w := range d.waits {
+		if !w.replicated() {
+			w.into.ErrorCode, w.into.BaseOffset = fail, -1
+		}
+	}
+	d.reply(d.resp)
+}
+
+func (d *delayedProduce) OnExpiration() {}
+
+// handleProduce appends each partition's batches to its log, wakes the
+// followers waiting on it, and answers as Acks asks: not at all (0), once the
+// leader has written (1), or once every replica has (-1: a delayedProduce).
+func (b *Broker) handleProduce(req *kmsg.ProduceRequest, reply func(kmsg.Response)) {
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.Partition = p.Partition
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	d := &delayedProduce{resp: resp, reply: reply}
+	var keys []*partitionLog
+	for ti, t := range req.Topics {
+		for pi, p := range t.Partitions {
+			into := &resp.Topics[ti].Partitions[pi]
+			l := b.partition(t.Topic, p.Partition)
+			if l == nil {
+				into.ErrorCode, into.BaseOffset = kerr.UnknownTopicOrPartition.Code, -1
+				continue
+			}
+			last, err := b.append(l, p.Records, into)
+			if err != nil {
+				continue
+			}
+			d.waits = append(d.waits, produceWait{l, last, into})
+			keys = append(keys, l)
+		}
+	}
+	switch {
+	case req.Acks == 0:
+		reply(nil)
+	case req.Acks == 1 || len(keys) == 0:
+		reply(resp)
+	default:
+		d.Timeout = time.Duration(req.TimeoutMillis) * time.Millisecond
+		if d.Timeout <= 0 {
+			d.Timeout = -1 // already due: answered at once unless replicated
+		}
+		b.produces.TryCompleteElseWatch(d, keys...)
+	}
+}
+
+// append writes records to l, records the outcome in into, and returns the
+// last offset written (or, for a retried batch, the offset it was written at
+// the first time).
+func (b *Broker) append(l *partitionLog, records []byte, into *kmsg.ProduceResponseTopicPartition) (last int64, err error) {
+	into.LogAppendTime, into.LogStartOffset = -1, 0
+	batches, err := splitBatches(records)
+	if err != nil {
+		into.ErrorCode, into.BaseOffset = kerr.CorruptMessage.Code, -1
+		return 0, err
+	}
+	for i, data := range batches {
+		base, end, err := l.appendBatch(data)
+		if err != nil {
+			into.ErrorCode, into.BaseOffset = kerr.CorruptMessage.Code, -1
+			if errors.Is(err, errOutOfOrder) {
+				into.ErrorCode = kerr.OutOfOrderSequenceNumber.Code
+			}
+			return 0, err
+		}
+		if i == 0 {
+			into.BaseOffset = base
+		}
+		last = end
+	}
+	b.fetches.CheckAndComplete(fetchKey{l, true})
+	if b.cfg.Replicas == 1 {
+		b.highWatermarkMoved(l)
+	}
+	return last, nil
+}

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/purgatory-go/purgatory/purgatory"
+)
+
+// follow is replica f (1 to R-1) of every partition: it copies the leader's
+// logs by fetching them all in one request, through the same path and the same
+// purgatory as a consumer's fetch (Kafka's replica fetcher, one per source
+// broker). Each partition's fetch offset is the end of what f holds, which is
+// how the leader learns it. It runs until Shutdown.
+func (b *Broker) follow(f int) {
+	defer b.wg.Done()
+	answers := make(chan kmsg.Response, 1)
+	for {
+		if !b.followerMayFetch() {
+			return
+		}
+		logs := b.partitionsFor(f)
+		req := kmsg.NewPtrFetchRequest()
+		req.Version = 12
+		req.ReplicaID = int32(f)
+		req.MaxWaitMillis = int32(b.cfg.FollowerMaxWait / time.Millisecond)
+		req.MinBytes, req.MaxBytes = 1, 64<<20
+		for i, l := range logs {
+			if i == 0 || logs[i-1].topic != l.topic {
+				rt := kmsg.NewFetchRequestTopic()
+				rt.Topic = l.topic
+				req.Topics = append(req.Topics, rt)
+			}
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = l.index, l.copies[f-1].end(), 8<<20
+			rt := &req.Topics[len(req.Topics)-1]
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		b.handleFetch(req, func(r kmsg.Response) { answers <- r })
+		resp := (<-answers).(*kmsg.FetchResponse)
+		i := 0
+		for _, rt := range resp.Topics {
+			for _, p := range rt.Partitions {
+				l := logs[i]
+				i++
+				if p.ErrorCode != 0 {
+					b.cfg.Logf("kafka: follower %d of %v: fetch from %d: error %d", f, l, l.copies[f-1].end(), p.ErrorCode)
+					continue
+				}
+				if batches, err := splitBatches(p.RecordBatches); err == nil {
+					l.copies[f-1].add(batches)
+				} // else nothing new
+			}
+		}
+	}
+}
+
+// followerMayFetch waits while followers are stalled, then for
+// Config.FollowerDelay, and reports whether the broker still runs.
+func (b *Broker) followerMayFetch() bool {
+	if s := b.stall(); s != nil {
+		select {
+		case <-s:
+		case <-b.ctx.Done():
+			return false
+		}
+	}
+	if d := b.cfg.FollowerDelay; d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-b.ctx.Done():
+			return false
+		}
+	}
+	return b.ctx.Err() == nil
+}
+
+// wakeFollowers answers the followers' parked fetches at once, so that they
+// fetch again with the partitions of a new topic.
+func (b *Broker) wakeFollowers() {
+	b.mu.Lock()
+	parked := b.followerFetches
+	b.followerFetches = map[int]*delayedFetch{}
+	b.mu.Unlock()
+	for _, d := range parked {
+		purgatory.ForceComplete(d)
+	}
+}
+
+// replicaCopy is what one follower holds of a partition. Its follower
+// goroutine writes it; tests read it.
+type replicaCopy struct {
+	mu      sync.Mutex
+	batches [][]byte
+	leo     int64
+}
+
+func (c *replicaCopy) end() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.leo
+}
+
+// add appends batches the leader sent, skipping any it holds already.
+func (c *replicaCopy) add(batches [][]byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, data := range batches {
+		if batchBase(data) < c.leo {
+			continue
+		}
+		c.batches = append(c.batches, data)
+		c.leo = batchLast(data) + 1
+	}
+}
