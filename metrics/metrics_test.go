@@ -73,6 +73,7 @@ purgatory_operations_total{outcome="completed",purgatory="produce"} 2
 purgatory_operations_total{outcome="context_done",purgatory="produce"} 1
 purgatory_operations_total{outcome="expired",purgatory="produce"} 1
 purgatory_operations_total{outcome="forced",purgatory="produce"} 1
+purgatory_operations_total{outcome="shed",purgatory="produce"} 0
 # HELP purgatory_watched_operations Operations watched, counted once per key they are watched under (Kafka's PurgatorySize).
 # TYPE purgatory_watched_operations gauge
 purgatory_watched_operations{purgatory="produce"} 2
@@ -118,6 +119,12 @@ purgatory_operation_duration_seconds_bucket{outcome="forced",purgatory="produce"
 purgatory_operation_duration_seconds_bucket{outcome="forced",purgatory="produce",le="+Inf"} 1
 purgatory_operation_duration_seconds_sum{outcome="forced",purgatory="produce"} 0.005
 purgatory_operation_duration_seconds_count{outcome="forced",purgatory="produce"} 1
+purgatory_operation_duration_seconds_bucket{outcome="shed",purgatory="produce",le="0.01"} 0
+purgatory_operation_duration_seconds_bucket{outcome="shed",purgatory="produce",le="0.1"} 0
+purgatory_operation_duration_seconds_bucket{outcome="shed",purgatory="produce",le="1"} 0
+purgatory_operation_duration_seconds_bucket{outcome="shed",purgatory="produce",le="+Inf"} 0
+purgatory_operation_duration_seconds_sum{outcome="shed",purgatory="produce"} 0
+purgatory_operation_duration_seconds_count{outcome="shed",purgatory="produce"} 0
 `), "purgatory_operation_duration_seconds"))
 
 		p.Close()
@@ -133,6 +140,7 @@ purgatory_operations_total{outcome="completed",purgatory="produce"} 2
 purgatory_operations_total{outcome="context_done",purgatory="produce"} 1
 purgatory_operations_total{outcome="expired",purgatory="produce"} 1
 purgatory_operations_total{outcome="forced",purgatory="produce"} 1
+purgatory_operations_total{outcome="shed",purgatory="produce"} 0
 `), "purgatory_delayed_operations", "purgatory_operations_total"), "a closed purgatory still scrapes; Close ended the pending one as closed")
 	})
 }
@@ -290,6 +298,10 @@ purgatory_operation_duration_seconds_bucket{outcome="forced",purgatory="wrapped"
 purgatory_operation_duration_seconds_bucket{outcome="forced",purgatory="wrapped",le="+Inf"} 0
 purgatory_operation_duration_seconds_sum{outcome="forced",purgatory="wrapped"} 0
 purgatory_operation_duration_seconds_count{outcome="forced",purgatory="wrapped"} 0
+purgatory_operation_duration_seconds_bucket{outcome="shed",purgatory="wrapped",le="1"} 0
+purgatory_operation_duration_seconds_bucket{outcome="shed",purgatory="wrapped",le="+Inf"} 0
+purgatory_operation_duration_seconds_sum{outcome="shed",purgatory="wrapped"} 0
+purgatory_operation_duration_seconds_count{outcome="shed",purgatory="wrapped"} 0
 `), "purgatory_callback_panics_total", "purgatory_operation_duration_seconds"))
 	})
 	require.Contains(t, log.String(), "expired")

@@ -127,7 +127,7 @@ var DefaultDurationBuckets = prometheus.ExponentialBuckets(0.001, 2, 17)
 // the histogram purgatory_operation_duration_seconds{outcome}, labelled with
 // the purgatory's name. It is safe for concurrent use.
 type PurgatoryObserver struct {
-	byOutcome [purgatory.Closed + 1]prometheus.Histogram
+	byOutcome []prometheus.Histogram // indexed by Outcome
 }
 
 // NewPurgatoryObserver returns a PurgatoryObserver with the given histogram
@@ -136,7 +136,7 @@ func NewPurgatoryObserver(buckets []float64) *PurgatoryObserver {
 	if buckets == nil {
 		buckets = DefaultDurationBuckets
 	}
-	o := &PurgatoryObserver{}
+	o := &PurgatoryObserver{byOutcome: make([]prometheus.Histogram, slices.Max(outcomes)+1)}
 	for _, oc := range outcomes {
 		o.byOutcome[oc] = prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "purgatory_operation_duration_seconds", Buckets: buckets,

@@ -62,6 +62,7 @@ const (
 	ContextDone                // its Context was done first
 	Cancelled                  // CancelForKey removed it; OnComplete did not run
 	Closed                     // the purgatory was closed first; OnExpiration did not run
+	Shed                       // not parked: WithMaxDelayed's bound was reached; OnExpiration did not run
 )
 
 // outcomes is the one table of outcomes: each one's name (String, and so the
@@ -78,10 +79,11 @@ var outcomes = [...]struct {
 	ContextDone: {"context_done", func(s *Stats) *int64 { return &s.ContextDone }},
 	Cancelled:   {"cancelled", func(s *Stats) *int64 { return &s.Cancelled }},
 	Closed:      {"closed", func(s *Stats) *int64 { return &s.Closed }},
+	Shed:        {"shed", func(s *Stats) *int64 { return &s.Shed }},
 }
 
 // String returns the outcome's name as the metrics label it (completed,
-// forced, expired, context_done, cancelled, closed), or pending.
+// forced, expired, context_done, cancelled, closed, shed), or pending.
 func (o Outcome) String() string {
 	if o < 0 || int(o) >= len(outcomes) {
 		return "unknown"
@@ -90,7 +92,7 @@ func (o Outcome) String() string {
 }
 
 // Outcomes returns the outcomes an operation can end with, in order:
-// Completed, Forced, Expired, ContextDone, Cancelled, Closed. The metrics
+// Completed, Forced, Expired, ContextDone, Cancelled, Closed, Shed. The metrics
 // package labels its series with them.
 func Outcomes() iter.Seq[Outcome] {
 	return func(yield func(Outcome) bool) {
@@ -171,10 +173,10 @@ type Op struct {
 	// ContextDone (OnComplete runs; OnExpiration does not).
 	Context context.Context
 
-	book    sync.Mutex // guards the fields below; never held while user code runs
-	done    bool       // ended or withdrawn: nothing more may be attached
-	stats   *counters
-	start   time.Duration // since stats.epoch, when bound; read only with an observer
+	book    sync.Mutex    // guards the fields below; never held while user code runs
+	done    bool          // ended or withdrawn: nothing more may be attached
+	core    *core         // the purgatory's settings and counters, once bound
+	start   time.Duration // since settings.epoch, when bound; read only with an observer
 	first   node          // the place in the first key's watch list: most operations watch one key
 	nodes   []*node       // places under further keys
 	timed   bool          // timer is armed (or being armed) for Timeout
@@ -251,12 +253,12 @@ func opOf(op Operation, caller string) (o *Op) {
 // callbacks, with no library lock held. Each callback runs even if the one
 // before it panicked; the panic then continues once they have run.
 func (o *Op) complete(impl Operation, outcome Outcome) {
-	stats := o.detach()
-	if stats != nil {
-		stats.record(outcome)
-		if obs := stats.observer; obs != nil {
+	c := o.detach()
+	if c != nil {
+		c.counters.record(outcome)
+		if obs := c.settings.observer; obs != nil {
 			defer callbacks(impl, outcome)
-			obs.OperationEnded(outcome, time.Since(stats.epoch)-o.start)
+			obs.OperationEnded(outcome, time.Since(c.settings.epoch)-o.start)
 			return
 		}
 	}
@@ -274,12 +276,12 @@ func callbacks(impl Operation, outcome Outcome) {
 }
 
 // detach marks the operation done and takes it off its timer, context and
-// watch lists. It returns the purgatory's counters, nil if it was never bound.
-func (o *Op) detach() *counters {
+// watch lists. It returns the purgatory's core, nil if it was never bound.
+func (o *Op) detach() *core {
 	o.book.Lock()
 	o.done = true
 	first := o.first.owner
-	nodes, timed, stopCtx, stats := o.nodes, o.timed, o.stopCtx, o.stats
+	nodes, timed, stopCtx, c := o.nodes, o.timed, o.stopCtx, o.core
 	o.nodes, o.timed, o.stopCtx = nil, false, nil
 	o.book.Unlock()
 
@@ -295,16 +297,16 @@ func (o *Op) detach() *counters {
 	for _, n := range nodes {
 		n.owner.remove(n)
 	}
-	return stats
+	return c
 }
 
 // withdraw undoes a TryCompleteElseWatch whose TryComplete panicked, after the
 // operation was claimed as withdrawn: it leaves nothing watched, armed or
 // counted.
 func (o *Op) withdraw() {
-	if stats := o.detach(); stats != nil {
-		stats.added.Add(-1)
-		stats.delayed.Add(-1)
+	if c := o.detach(); c != nil {
+		c.counters.added.Add(-1)
+		c.counters.delayed.Add(-1)
 	}
 }
 
@@ -318,16 +320,16 @@ func (o *opTimeout) Fire() { (*Op)(o).expire() }
 // goroutines the library owns, so a panic in the user's callbacks is recovered
 // and reported there (the operation has ended all the same).
 func (o *Op) expire() {
-	o.stats.inflight.Add(1)
-	defer o.stats.inflight.Done()
-	defer o.stats.recoverPanic("an expired operation's OnComplete or OnExpiration")
+	o.core.counters.inflight.Add(1)
+	defer o.core.counters.inflight.Done()
+	defer o.core.recoverPanic("an expired operation's OnComplete or OnExpiration")
 	o.end(Expired)
 }
 
 func (o *Op) contextDone() {
-	o.stats.inflight.Add(1)
-	defer o.stats.inflight.Done()
-	defer o.stats.recoverPanic("OnComplete of an operation whose context was done")
+	o.core.counters.inflight.Add(1)
+	defer o.core.counters.inflight.Done()
+	defer o.core.recoverPanic("OnComplete of an operation whose context was done")
 	o.end(ContextDone)
 }
 
@@ -342,21 +344,21 @@ func (o *Op) end(outcome Outcome) bool {
 }
 
 // bind makes the operation part of a purgatory, once: it records the
-// embedding operation and the purgatory's counters. It returns false if the
+// embedding operation and the purgatory's core. It returns false if the
 // operation had already ended (ForceComplete before it was added).
-func (o *Op) bind(impl Operation, stats *counters, tw *timingwheel.TimingWheel) bool {
+func (o *Op) bind(impl Operation, c *core, tw *timingwheel.TimingWheel) bool {
 	o.book.Lock()
 	defer o.book.Unlock()
 	if o.done || o.state.Load() != int32(Pending) {
 		return false
 	}
-	o.impl, o.stats = impl, stats
+	o.impl, o.core = impl, c
 	tw.InitTimer(&o.timer, (*opTimeout)(o))
-	if stats.observer != nil {
-		o.start = time.Since(stats.epoch)
+	if c.settings.observer != nil {
+		o.start = time.Since(c.settings.epoch)
 	}
-	stats.added.Add(1)
-	stats.delayed.Add(1)
+	c.counters.added.Add(1)
+	c.counters.delayed.Add(1)
 	return true
 }
 

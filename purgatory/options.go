@@ -17,11 +17,12 @@ const DefaultShards = 512
 type Option func(*config)
 
 type config struct {
-	wheel    *timingwheel.TimingWheel
-	wheelSet bool
-	shards   int
-	onPanic  func(recovered any)
-	observer Observer
+	wheel      *timingwheel.TimingWheel
+	wheelSet   bool
+	shards     int
+	onPanic    func(recovered any)
+	observer   Observer
+	maxDelayed int
 }
 
 // An Observer is told facts per operation that a [Stats] snapshot cannot give.
@@ -67,3 +68,17 @@ func WithShards(n int) Option { return func(c *config) { c.shards = n } }
 func WithPanicHandler(h func(recovered any)) Option {
 	return func(c *config) { c.onPanic = h }
 }
+
+// WithMaxDelayed bounds the operations waiting at once (Delayed) to n, for a
+// service that would rather answer at once than fall behind on everything
+// when more requests arrive than it can watch. Over the bound,
+// TryCompleteElseWatch still tries an operation once; if it cannot complete,
+// the operation is not watched and no timeout starts: it ends at once with
+// Outcome Shed, and OnComplete runs on the calling goroutine (OnExpiration
+// does not). A broker answers such a request now with what it has, or with a
+// retriable error, so that nothing is lost, nothing is answered twice, and
+// the operations already waiting keep their timeouts. Zero, the default,
+// means no bound; New returns an error for a negative n. The bound is
+// checked without a lock: goroutines adding at the same moment may each pass
+// it, so it can be exceeded by as many as add concurrently.
+func WithMaxDelayed(n int) Option { return func(c *config) { c.maxDelayed = n } }

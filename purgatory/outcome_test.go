@@ -13,16 +13,16 @@ import (
 // field in Stats.
 func TestOutcomeTable(t *testing.T) {
 	require.Equal(t, []purgatory.Outcome{purgatory.Completed, purgatory.Forced, purgatory.Expired,
-		purgatory.ContextDone, purgatory.Cancelled, purgatory.Closed}, slices.Collect(purgatory.Outcomes()))
+		purgatory.ContextDone, purgatory.Cancelled, purgatory.Closed, purgatory.Shed}, slices.Collect(purgatory.Outcomes()))
 	names := map[purgatory.Outcome]string{
 		purgatory.Pending: "pending", purgatory.Completed: "completed", purgatory.Forced: "forced",
 		purgatory.Expired: "expired", purgatory.ContextDone: "context_done",
-		purgatory.Cancelled: "cancelled", purgatory.Closed: "closed", -1: "unknown", 99: "unknown",
+		purgatory.Cancelled: "cancelled", purgatory.Closed: "closed", purgatory.Shed: "shed", -1: "unknown", 99: "unknown",
 	}
 	for o, name := range names {
 		require.Equal(t, name, o.String())
 	}
-	s := purgatory.Stats{Completed: 1, Forced: 2, Expired: 3, ContextDone: 4, Cancelled: 5, Closed: 6}
+	s := purgatory.Stats{Completed: 1, Forced: 2, Expired: 3, ContextDone: 4, Cancelled: 5, Closed: 6, Shed: 7}
 	for o := range purgatory.Outcomes() {
 		require.EqualValues(t, o, s.Ended(o), "Ended(%v)", o)
 	}

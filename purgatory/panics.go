@@ -11,7 +11,7 @@ import "github.com/purgatory-go/purgatory/internal/recovery"
 // through the standard log package, as net/http does for a handler's panic.
 
 // recoverPanic is deferred around user code on the library's goroutines.
-func (c *counters) recoverPanic(where string) {
+func (c *core) recoverPanic(where string) {
 	if r := recover(); r != nil {
 		c.report(where, r)
 	}
@@ -19,14 +19,14 @@ func (c *counters) recoverPanic(where string) {
 
 // closeRecovering ends o with Outcome Closed, recovering and reporting a panic
 // from its callbacks.
-func (c *counters) closeRecovering(o *Op) {
+func (c *core) closeRecovering(o *Op) {
 	defer c.recoverPanic("OnComplete of an operation ended by Close")
 	o.end(Closed)
 }
 
 // report runs inside the deferred recovery, so the stack still shows where
 // the callback panicked.
-func (c *counters) report(where string, r any) {
-	c.panics.Add(1)
-	recovery.Report("purgatory", where, r, c.onPanic)
+func (c *core) report(where string, r any) {
+	c.counters.panics.Add(1)
+	recovery.Report("purgatory", where, r, c.settings.onPanic)
 }

@@ -29,7 +29,7 @@ type Purgatory[K comparable] struct {
 	ownsWheel   bool
 	detachWheel func() bool // stops the wheel's AfterStop from closing p
 	watchers    shards[K]
-	stats       counters
+	core        core // settings and counters, which each operation reaches too
 	closed      atomic.Bool
 	bufs        sync.Pool // *[]*Op for CheckAndComplete's snapshots
 }
@@ -60,12 +60,14 @@ func New[K comparable](name string, opts ...Option) (*Purgatory[K], error) {
 	switch {
 	case c.shards < 1:
 		return nil, fmt.Errorf("%w: %d shards; need at least 1", ErrInvalidOption, c.shards)
+	case c.maxDelayed < 0:
+		return nil, fmt.Errorf("%w: WithMaxDelayed(%d); pass a positive bound, or leave the option out for none", ErrInvalidOption, c.maxDelayed)
 	case c.wheelSet && c.wheel == nil:
 		return nil, fmt.Errorf("%w: WithTimingWheel(nil); pass a wheel made with timingwheel.New, or leave the option out", ErrInvalidOption)
 	}
 	p := &Purgatory[K]{name: name, tw: c.wheel}
-	p.stats.observer, p.stats.epoch, p.stats.onPanic = c.observer, time.Now(), c.onPanic
-	p.watchers = newShards[K](c.shards, &p.stats, mayPanicToHash(reflect.TypeFor[K]()))
+	p.core.settings = settings{observer: c.observer, epoch: time.Now(), onPanic: c.onPanic, maxDelayed: c.maxDelayed}
+	p.watchers = newShards[K](c.shards, &p.core.counters, mayPanicToHash(reflect.TypeFor[K]()))
 	if p.tw == nil {
 		tw, err := timingwheel.New()
 		if err != nil {
@@ -86,7 +88,7 @@ func New[K comparable](name string, opts ...Option) (*Purgatory[K], error) {
 func (p *Purgatory[K]) Name() string { return p.name }
 
 // Observer returns the Observer given with WithObserver, or nil.
-func (p *Purgatory[K]) Observer() Observer { return p.stats.observer }
+func (p *Purgatory[K]) Observer() Observer { return p.core.settings.observer }
 
 // TimingWheel returns the wheel that runs the purgatory's timeouts: its own,
 // or the one passed with WithTimingWheel. Use it for the wheel's Stats or
@@ -107,6 +109,10 @@ func (p *Purgatory[K]) mustBeNew() {
 // timeout (and ties it to op.Context). No other try of op runs meanwhile: a
 // CheckAndComplete on one of its keys during the call makes this call try once
 // more before it returns. It returns true only if this call completed op.
+//
+// With WithMaxDelayed, an op that cannot complete at once while the bound is
+// reached is not watched: it ends at once with Outcome Shed (OnComplete runs
+// on the calling goroutine) and false is returned.
 //
 // Keys repeated in one call are watched once. Misuses panic before anything
 // changes: a nil op, zero keys, an op passed to TryCompleteElseWatch before, a
@@ -131,7 +137,7 @@ func (p *Purgatory[K]) TryCompleteElseWatch(op Operation, keys ...K) bool {
 	if !o.added.CompareAndSwap(false, true) {
 		panic("purgatory: operation passed to TryCompleteElseWatch twice; use a new operation")
 	}
-	if !o.bind(op, &p.stats, p.tw) {
+	if !o.bind(op, &p.core, p.tw) {
 		return false
 	}
 	if p.closed.Load() {
@@ -148,6 +154,18 @@ func (p *Purgatory[K]) TryCompleteElseWatch(op Operation, keys ...K) bool {
 		}
 	}()
 	ok := o.check(op)
+	if !ok && p.overBound() {
+		// Rather than park it: it has been tried, nothing watches it, and
+		// no timeout runs for it.
+		won := o.tryHeld(op, false)
+		held = false
+		if won {
+			o.complete(op, Completed)
+			return true
+		}
+		o.end(Shed)
+		return false
+	}
 	if !ok {
 		for i, key := range keys {
 			if slices.Contains(keys[:i], key) {
@@ -174,6 +192,13 @@ func (p *Purgatory[K]) TryCompleteElseWatch(op Operation, keys ...K) bool {
 		o.end(Closed)
 	}
 	return false
+}
+
+// overBound reports whether more operations wait than WithMaxDelayed allows
+// (counting the one being added).
+func (p *Purgatory[K]) overBound() bool {
+	n := p.core.settings.maxDelayed
+	return n > 0 && p.core.counters.delayed.Load() > int64(n)
 }
 
 // CheckAndComplete tries to complete every operation watched under key, with
@@ -291,14 +316,14 @@ func (w *walk) finish() {
 // Watched returns the number of (operation, key) watches: Kafka's
 // PurgatorySize. Completed operations leave at once, so it counts live
 // operations only. It reads one atomic counter.
-func (p *Purgatory[K]) Watched() int { return int(p.stats.watched.Load()) }
+func (p *Purgatory[K]) Watched() int { return int(p.core.counters.watched.Load()) }
 
 // Delayed returns the number of operations added and not yet ended: Kafka's
 // NumDelayedOperations. It reads one atomic counter.
-func (p *Purgatory[K]) Delayed() int { return int(p.stats.delayed.Load()) }
+func (p *Purgatory[K]) Delayed() int { return int(p.core.counters.delayed.Load()) }
 
 // Stats returns a snapshot of the purgatory's counters, read without locks.
-func (p *Purgatory[K]) Stats() Stats { return p.stats.snapshot() }
+func (p *Purgatory[K]) Stats() Stats { return p.core.counters.snapshot() }
 
 // Close ends every pending operation now with Outcome Closed, running
 // OnComplete (not OnExpiration: shutting down is not a timeout) on the calling
@@ -324,7 +349,7 @@ func (p *Purgatory[K]) Close() {
 	p.detachWheel()
 	p.watchers.each(func(ops []*Op) {
 		for _, o := range ops {
-			p.stats.closeRecovering(o)
+			p.core.closeRecovering(o)
 		}
 	})
 	if p.ownsWheel {
@@ -347,7 +372,7 @@ func (p *Purgatory[K]) Shutdown(ctx context.Context) error {
 	if inCallback.OnStack() {
 		return ErrShutdownInCallback
 	}
-	if err := p.stats.inflight.Wait(ctx); err != nil {
+	if err := p.core.counters.inflight.Wait(ctx); err != nil {
 		return err
 	}
 	if p.ownsWheel {

@@ -10,7 +10,7 @@ import (
 // Stats is a snapshot of a purgatory's counters. Every operation added is
 // either still Delayed or counted under exactly one outcome:
 //
-//	Added == Delayed + Completed + Forced + Expired + ContextDone + Cancelled + Closed
+//	Added == Delayed + Completed + Forced + Expired + ContextDone + Cancelled + Closed + Shed
 //
 // (a snapshot taken while operations move may be off by the few in flight).
 type Stats struct {
@@ -23,6 +23,7 @@ type Stats struct {
 	ContextDone int64 // ended because their Context was done
 	Cancelled   int64 // removed by CancelForKey
 	Closed      int64 // ended by Close
+	Shed        int64 // ended at once, over WithMaxDelayed's bound
 	// Panics counts panics recovered from callbacks that ran on a goroutine
 	// the library owns (timeouts, contexts, Close's sweep). Panics on the
 	// caller's own goroutine reach the caller and are not counted.
@@ -38,15 +39,29 @@ func (s Stats) Ended(o Outcome) int64 {
 	return *outcomes[o].field(&s)
 }
 
+// core is what every operation of a purgatory reaches through one pointer
+// (Op.core): the settings New fixed and the counters the operations move,
+// kept apart: nothing writes settings after New, and counters holds only
+// counters.
+type core struct {
+	settings settings
+	counters counters
+}
+
+// settings are fixed by New and only read afterwards.
+type settings struct {
+	observer   Observer            // nil: no clock is read per operation
+	epoch      time.Time           // Op.start is measured from here
+	onPanic    func(recovered any) // nil: recovered panics are logged
+	maxDelayed int                 // 0: no bound; see WithMaxDelayed
+}
+
+// counters are the purgatory's atomic counters.
 type counters struct {
 	watched, delayed, added atomic.Int64
 	ended                   [len(outcomes)]atomic.Int64 // by Outcome; Pending's stays 0
 	panics                  atomic.Int64
 	inflight                inflight.Counter // expiry and context callbacks running, for Shutdown
-
-	observer Observer            // nil: no clock is read per operation
-	epoch    time.Time           // Op.start is measured from here
-	onPanic  func(recovered any) // nil: recovered panics are logged
 }
 
 func (c *counters) record(o Outcome) {

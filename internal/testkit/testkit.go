@@ -133,6 +133,8 @@ func Tally(t testing.TB, ops []*Op) purgatory.Stats {
 			s.Cancelled++
 		case purgatory.Closed:
 			s.Closed++
+		case purgatory.Shed:
+			s.Shed++
 		default:
 			require.Failf(t, "an operation did not end", "operation %d was left %v", i, out)
 		}
