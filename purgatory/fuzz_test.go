@@ -10,7 +10,9 @@ import (
 	"github.com/purgatory-go/purgatory/purgatory"
 )
 
-// FuzzPurgatory runs random sequences of add, completion event, check, force,
+// FuzzPurgatory runs random sequences of add, completion event, check (also
+// one whose walk checks a key from inside a TryComplete: a second walk of the
+// same key, or of another, while the first is under way), force,
 // cancel, the passing of time and panics injected into the callbacks on a
 // purgatory in fake time, and on a model of plain structs, and requires the
 // same outcome for every operation, the same counts from CheckAndComplete and
@@ -22,6 +24,8 @@ func FuzzPurgatory(f *testing.F) {
 	f.Add([]byte{0, 1, 0x2f, 0, 2, 0x71, 4, 1, 0, 3, 2, 0, 5, 5, 0, 5, 5, 0})
 	f.Add([]byte{3, 4, 0, 0, 4, 0x11, 0, 5, 0x03, 1, 5, 0, 2, 1, 0, 5, 3, 0, 5, 7, 0})
 	f.Add([]byte{6, 0, 0, 0, 0, 0x11, 6, 1, 1, 0, 1, 0x12, 1, 1, 0, 2, 1, 0, 6, 2, 2, 0, 2, 0x14, 5, 7, 0})
+	// Checks from inside a walk: of the same key, then of another.
+	f.Add([]byte{0, 0, 0, 0, 1, 0, 1, 1, 0, 2, 0, 128, 0, 2, 0, 0, 5, 1, 1, 2, 0, 1, 5, 0, 2, 0, 129})
 	f.Fuzz(func(t *testing.T, prog []byte) {
 		synctest.Test(t, func(t *testing.T) {
 			runModel(t, prog)
@@ -146,6 +150,9 @@ func runModel(t *testing.T, prog []byte) {
 			m.ready = true
 			op.Ready.Store(true)
 		case 2: // CheckAndComplete: every operation on the key is tried, panics or not
+			if b >= 128 && nestedCheck(t, p, ops, model, watching, end, key, b%fuzzKeys) {
+				break
+			}
 			var wantN int
 			wantPanic := false
 			for _, i := range watching(key) {
@@ -233,4 +240,66 @@ func runModel(t *testing.T, prog []byte) {
 			t.Fatalf("operation %d was added and never ended", i)
 		}
 	}
+}
+
+// nestedCheck runs CheckAndComplete(key) with one of key's operations calling
+// CheckAndComplete(key2) from inside its TryComplete, once, if no operation
+// involved is armed to panic; it reports whether it ran. Checking its own
+// key, that TryComplete first makes another operation of key ready. A walk of the same key returns
+// 0 and the walk under way passes again; a walk of another key runs inside
+// the first. Between them they complete every ready operation of either key,
+// once.
+func nestedCheck(t *testing.T, p *purgatory.Purgatory[int], ops []*testkit.Op, model []modelOp,
+	watching func(int) []int, end func(*modelOp, purgatory.Outcome) bool, key, key2 int) bool {
+	ids := watching(key)
+	for _, i := range watching(key2) {
+		if !slices.Contains(ids, i) {
+			ids = append(ids, i)
+		}
+	}
+	onKey := watching(key)
+	if len(onKey) == 0 {
+		return false
+	}
+	for _, i := range ids {
+		if model[i].panicIn != 0 {
+			return false
+		}
+	}
+	// The hook is the operation watched last. Checking its own key, it
+	// first makes the one watched first ready: a completion event on the key
+	// from inside a try, for an operation the walk has most likely tried
+	// already, so that only the walk's next pass can complete it.
+	hook := ops[onKey[len(onKey)-1]]
+	var target *testkit.Op
+	if key2 == key && len(onKey) > 1 && !model[onKey[0]].ready {
+		target = ops[onKey[0]]
+		model[onKey[0]].ready = true
+	}
+	wantN := 0
+	for _, i := range ids {
+		if model[i].ready {
+			wantN++
+			end(&model[i], purgatory.Completed)
+		}
+	}
+	inner := -1
+	hook.OnTry = func() {
+		hook.OnTry = nil
+		if target != nil {
+			target.Ready.Store(true)
+		}
+		inner = p.CheckAndComplete(key2)
+	}
+	outer := p.CheckAndComplete(key)
+	hook.OnTry = nil
+	switch {
+	case inner < 0:
+		t.Fatalf("CheckAndComplete(%d) never tried operation %d", key, slices.Index(ops, hook))
+	case key2 == key && inner != 0:
+		t.Fatalf("CheckAndComplete(%d) inside a walk of the same key = %d, want 0", key, inner)
+	case outer+inner != wantN:
+		t.Fatalf("CheckAndComplete(%d) = %d with CheckAndComplete(%d) = %d inside it; model %d in all", key, outer, key2, inner, wantN)
+	}
+	return true
 }

@@ -28,7 +28,10 @@ type Operation interface {
 	// concurrently with itself for the same operation: a try asked for while
 	// another runs is made by the goroutine already trying, once more,
 	// before it lets go (Kafka 2.x's maybeTryComplete). If Op.Locker is set,
-	// it is held while TryComplete runs.
+	// it is held while TryComplete runs. It must not block: a key is walked
+	// by one CheckAndComplete at a time, so a TryComplete that blocks holds
+	// up the other operations of its key (never a caller: a CheckAndComplete
+	// that finds the key walked asks the walk for one more pass and returns).
 	TryComplete() bool
 	// OnComplete runs exactly once, whichever path ends the operation
 	// (Op.Outcome tells which), on the goroutine that ended it, with no
@@ -112,8 +115,9 @@ const NoTimeout time.Duration = math.MaxInt64
 
 // An operation's life, in one place (the manner of runtime/time.go).
 //
-// Op.state is one word: the Outcome in its low four bits, and two try bits
-// (try.go). Its states, and who moves between them, by compare-and-swap only:
+// Op.state is one word: the Outcome in its low four bits, two try bits and
+// the solo bit (try.go). Its states, and who moves between them, by
+// compare-and-swap only:
 //
 //	Pending              no outcome, no try running. acquire may take the
 //	                     try bit; claim may set an outcome.
@@ -129,6 +133,13 @@ const NoTimeout time.Duration = math.MaxInt64
 //	withdrawn            internal outcome of a TryCompleteElseWatch undone
 //	                     because TryComplete panicked (abandon); Outcome
 //	                     reports Pending.
+//	Pending|solo         watched under one key, and TryCompleteElseWatch has
+//	                     let go: only that key's walk tries it (one walk per
+//	                     key at a time, watchList.walking), so the walk calls
+//	                     TryComplete without the try bit and claims Completed
+//	                     if it passes. solo is set by TryCompleteElseWatch's
+//	                     last settle and kept by every other move but an
+//	                     outcome.
 //
 // The flags beside it:
 //
@@ -142,10 +153,13 @@ const NoTimeout time.Duration = math.MaxInt64
 //	                TryCompleteElseWatch reads it after watching, so an
 //	                operation Close's walk missed is ended Closed there.
 //
-// Lock order: the try bit, then Op.Locker (both held only while TryComplete
-// runs), then Op.book, then a shard's mutex. The wheel's mutex (inside
-// Timer.Reset and Timer.Stop) is taken with no purgatory lock held; bind's
-// InitTimer takes none. No library lock is held while user code runs.
+// Lock order: the try bit or a key's walk, then Op.Locker (held only while
+// TryComplete runs; a key's walk also while OnComplete runs), then Op.book,
+// then a shard's mutex. The wheel's mutex (inside Timer.Reset and Timer.Stop)
+// is taken with no purgatory lock held; bind's InitTimer takes none. No
+// library lock is held while user code runs: the try bit and a key's walk are
+// flags that nobody waits on (whoever finds one taken asks its holder for one
+// more try, or one more pass, and moves on).
 
 // Op is the purgatory's bookkeeping for one operation, to be embedded (by
 // value) in an [Operation]. Set Timeout (and optionally Context and Locker)

@@ -157,7 +157,7 @@ func (p *Purgatory[K]) TryCompleteElseWatch(op Operation, keys ...K) bool {
 	if !ok && p.overBound() {
 		// Rather than park it: it has been tried, nothing watches it, and
 		// no timeout runs for it.
-		won := o.tryHeld(op, false)
+		won := o.tryHeld(op, false, 0)
 		held = false
 		if won {
 			o.complete(op, Completed)
@@ -166,7 +166,9 @@ func (p *Purgatory[K]) TryCompleteElseWatch(op Operation, keys ...K) bool {
 		o.end(Shed)
 		return false
 	}
+	solo := int32(0)
 	if !ok {
+		distinct := 0
 		for i, key := range keys {
 			if slices.Contains(keys[:i], key) {
 				continue // watched once
@@ -174,12 +176,16 @@ func (p *Purgatory[K]) TryCompleteElseWatch(op Operation, keys ...K) bool {
 			if !p.watchers.watch(o, key) {
 				break // ended from outside meanwhile
 			}
+			distinct++
+		}
+		if distinct == 1 {
+			solo = soloBit // from now on, only its key's walk tries it
 		}
 		if ok = o.check(op); !ok && o.state.Load()&outcomeBits == 0 {
 			o.arm()
 		}
 	}
-	won := o.tryHeld(op, ok)
+	won := o.tryHeld(op, ok, solo)
 	held = false
 	if won {
 		o.complete(op, Completed)
@@ -205,7 +211,10 @@ func (p *Purgatory[K]) overBound() bool {
 // no purgatory lock held, and returns how many this call completed (Kafka's
 // checkAndComplete). Completed operations leave every watch list at once. An
 // operation that another goroutine is trying at that moment is not waited for:
-// that goroutine tries it once more. It returns 0 after Close.
+// that goroutine tries it once more. Nor is a walk of the same key under way,
+// on another goroutine or further up this one (a TryComplete that checks its
+// own key): that walk is asked to go over the key once more before it ends,
+// and this call returns 0. It returns 0 after Close.
 //
 // If a callback panics (TryComplete, OnComplete, OnExpiration or the
 // Observer), the operations after it are still tried, and then the panic
@@ -221,18 +230,13 @@ func (p *Purgatory[K]) CheckAndComplete(key K) int {
 	if bp == nil {
 		bp = new([]*Op)
 	}
-	w := walk{ops: p.watchers.snapshot(key, (*bp)[:0])}
-	if len(w.ops) == 0 {
+	l, ops := p.watchers.enter(key, (*bp)[:0])
+	if l == nil {
 		p.bufs.Put(bp)
 		return 0
 	}
-	// Each try's first read of an operation is a cache miss. A try is long
-	// enough that the CPU never has two of those in flight, so touch them all
-	// first, in a loop short enough to overlap every miss: the tries then hit
-	// the cache. (BenchmarkCheckWalk: about a third of the time per try.)
-	for _, o := range w.ops {
-		o.touch()
-	}
+	w := walk{ops: ops, list: l}
+	touch(w.ops)
 	defer w.finish()
 	w.run()
 	clear(w.ops)
@@ -260,28 +264,75 @@ func (p *Purgatory[K]) CancelForKey(key K) []Operation {
 	return cancelled
 }
 
+// touch brings each operation's cache lines in before the tries. Each try's
+// first read of an operation is a cache miss, and a try is long enough that
+// the CPU never has two of those in flight; a loop this short overlaps them
+// all, and the tries then hit the cache. (BenchmarkCheckWalk: about a third
+// of the time per try.)
+func touch(ops []*Op) {
+	for _, o := range ops {
+		o.touch()
+	}
+}
+
 // walk ends the operations of one key, one after another: by trying them
 // (outcome Pending) or with outcome. It counts the operations it ended in won
 // and, when it ends them with an outcome, moves them to the front of ops.
+// A walk that tries holds its key's list (list) until it leaves it, and goes
+// over the list again as often as other walks of the key ask it to.
 type walk struct {
 	ops     []*Op
 	next    int
 	won     int
 	outcome Outcome
-	holding *Op // the operation whose try bit this walk holds, if any
+	holding *Op      // the operation whose try bit this walk holds, if any
+	list    walkList // the key's list this walk holds, until it leaves it
+}
+
+// walkList is a key's watch list as a walk holds it, whatever the key's type.
+type walkList interface {
+	// leave ends a walk of the list, unless another walk asked for one
+	// more pass: then it returns the list's operations, appended to buf,
+	// and true, and the walk goes on with them.
+	leave(buf []*Op) (ops []*Op, again bool)
 }
 
 func (w *walk) run() {
+	for {
+		w.pass()
+		if w.list == nil {
+			return
+		}
+		ops, again := w.list.leave(w.ops[:0])
+		w.ops, w.next = ops, 0
+		if !again {
+			w.list = nil
+			return
+		}
+		touch(w.ops)
+	}
+}
+
+// pass goes over ops once.
+func (w *walk) pass() {
 	for w.next < len(w.ops) {
 		o := w.ops[w.next]
 		w.next++
 		if w.outcome == Pending {
 			impl := o.impl // written by bind before o was first watched
+			if s := o.state.Load(); s&(soloBit|tryingBit|outcomeBits) == soloBit {
+				// Only this walk tries o (try.go): no try bit to take.
+				if o.check(impl) && o.claim(Completed) {
+					w.won++
+					o.complete(impl, Completed)
+				}
+				continue
+			}
 			if !o.acquire() {
 				continue
 			}
 			w.holding = o
-			won := o.tryHeld(impl, o.check(impl))
+			won := o.tryHeld(impl, o.check(impl), 0)
 			w.holding = nil
 			if won {
 				w.won++
@@ -307,7 +358,7 @@ func (w *walk) finish() {
 		w.holding = nil
 		o.abandon(false)
 	}
-	if w.next < len(w.ops) {
+	if w.next < len(w.ops) || w.list != nil {
 		defer w.finish()
 		w.run()
 	}

@@ -138,3 +138,35 @@ func (o *readFirst) TryComplete() bool {
 	}
 	return ok
 }
+
+// A CheckAndComplete that finds its key being walked does not wait for the
+// walk: it asks it for one more pass and returns 0, and the walk completes
+// what the event made ready before it ends. A TryComplete that blocks holds up
+// its own key's walk, never a caller, nor another key.
+func TestEventDuringAWalkIsNotMissed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPurgatory(t)
+		quick, slow, other := testkit.NewOp(time.Hour), testkit.NewOp(time.Hour), testkit.NewOp(time.Hour)
+		require.False(t, p.TryCompleteElseWatch(quick, "k")) // tried first in a walk of k
+		require.False(t, p.TryCompleteElseWatch(slow, "k"))
+		require.False(t, p.TryCompleteElseWatch(other, "j"))
+		release := make(chan struct{})
+		slow.OnTry = func() { <-release }
+
+		outer := make(chan int, 1)
+		go func() { outer <- p.CheckAndComplete("k") }()
+		synctest.Wait() // the walk has tried quick (not ready) and is blocked in slow's TryComplete
+
+		quick.Ready.Store(true)
+		require.Zero(t, p.CheckAndComplete("k"), "returns at once: the walk under way passes again")
+		other.Ready.Store(true)
+		require.Equal(t, 1, p.CheckAndComplete("j"), "another key is not held up")
+		require.Equal(t, purgatory.Pending, quick.Outcome())
+
+		close(release)
+		require.Equal(t, 1, <-outer, "the walk's second pass completed quick")
+		require.Equal(t, purgatory.Completed, quick.Outcome())
+		slow.OnTry = nil
+		require.Zero(t, p.CheckAndComplete("k"), "the key is free again")
+	})
+}

@@ -11,14 +11,23 @@ package purgatory
 // flag and the lock in one word, which is all a try touches besides the user's
 // own fields.
 //
-// Lock order: the try bit, then Op.Locker (if set), then Op.book, then a
-// shard's mutex. No library lock is held while user code runs; the try bit and
-// Op.Locker are, during TryComplete only.
+// One more bit spares most tries the try bit. solo is set as
+// TryCompleteElseWatch lets go of the try bit for the last time, if it watched
+// the operation under one key only. From then on nothing can try the operation
+// but a walk of that key, and a key has one walk at a time (watchList.walking),
+// so the walk tries it without the try bit: a failed try costs a load and the
+// call, not two compare-and-swaps. A walk that read the state before solo was
+// set may still take the try bit the usual way; letting go keeps solo.
+//
+// Lock order: the try bit (or a key's walk), then Op.Locker (if set), then
+// Op.book, then a shard's mutex. No library lock is held while user code
+// runs; the try bit, a key's walk and Op.Locker are, during TryComplete only.
 
 const (
 	outcomeBits int32 = 0x0f
 	tryingBit   int32 = 0x10
 	againBit    int32 = 0x20
+	soloBit     int32 = 0x40
 
 	// withdrawn is the internal outcome of an operation whose
 	// TryCompleteElseWatch was undone because TryComplete panicked. It ends
@@ -81,9 +90,10 @@ func (o *Op) checkLocked(impl Operation) bool {
 
 // settle ends a try whose TryComplete returned ok; the caller holds the try
 // bit. If ok, it claims Completed and reports won. Otherwise it lets go of the
-// try bit, unless another try was asked for meanwhile: then it keeps the bit
-// and reports retry, and the caller must check again and settle again.
-func (o *Op) settle(ok bool) (won, retry bool) {
+// try bit, setting the bits in set (soloBit, or none), unless another try was
+// asked for meanwhile: then it keeps the bit and reports retry, and the caller
+// must check again and settle again.
+func (o *Op) settle(ok bool, set int32) (won, retry bool) {
 	for {
 		s := o.state.Load()
 		switch {
@@ -99,7 +109,7 @@ func (o *Op) settle(ok bool) (won, retry bool) {
 				return false, true
 			}
 		default:
-			if o.state.CompareAndSwap(s, 0) {
+			if o.state.CompareAndSwap(s, s&soloBit|set) {
 				return false, false
 			}
 		}
@@ -110,15 +120,15 @@ func (o *Op) settle(ok bool) (won, retry bool) {
 // it also claims the withdrawn outcome if no other path has ended the
 // operation, and reports whether it did.
 func (o *Op) abandon(withdraw bool) bool {
-	next := int32(Pending)
-	if withdraw {
-		next = int32(withdrawn)
-	}
 	for {
 		s := o.state.Load()
 		if s&outcomeBits != 0 {
 			o.state.And(outcomeBits)
 			return false
+		}
+		next := s & soloBit
+		if withdraw {
+			next = int32(withdrawn)
 		}
 		if o.state.CompareAndSwap(s, next) {
 			return withdraw
@@ -129,12 +139,12 @@ func (o *Op) abandon(withdraw bool) bool {
 // tryHeld settles a try whose TryComplete returned ok, and tries again, for
 // as long as others ask for another try, until one passes or nobody asks; it
 // reports whether it claimed the completion. Either way the try bit is let
-// go. If TryComplete panics, the caller still holds the try bit and must
-// abandon it. It is the one settle loop: CheckAndComplete's walk and
-// TryCompleteElseWatch both end their tries here.
-func (o *Op) tryHeld(impl Operation, ok bool) bool {
+// go, setting the bits in set. If TryComplete panics, the caller still holds
+// the try bit and must abandon it. It is the one settle loop:
+// CheckAndComplete's walk and TryCompleteElseWatch both end their tries here.
+func (o *Op) tryHeld(impl Operation, ok bool, set int32) bool {
 	for {
-		won, retry := o.settle(ok)
+		won, retry := o.settle(ok, set)
 		if !retry {
 			return won
 		}

@@ -59,15 +59,24 @@ const minEmpty = 64
 //     whole list), and nobody else; so an operation leaves every list as it
 //     ends, and the lists hold live operations only.
 //   - What a reader sees: CheckAndComplete copies the entries under the
-//     mutex (snapshot) and walks the copy without it. An operation in the
-//     copy may have ended since; acquire then refuses it, so it is tried at
-//     most by its own try bit's holder and completed at most once.
-//   - An empty list stays in the map for reuse until the shard's sweep.
+//     mutex (enter) and walks the copy without it. An operation in the copy
+//     may have ended since; its state then refuses it, so it is completed at
+//     most once.
+//   - One walk at a time: walking is set by enter and cleared by leave, and
+//     a CheckAndComplete that finds it set sets again instead and returns;
+//     leave then hands the walk a fresh copy rather than clearing walking.
+//     So no request for a walk is lost, and an operation watched under this
+//     key alone (soloBit, try.go) is tried by nobody but this list's walk.
+//   - An empty list stays in the map for reuse until the shard's sweep. A
+//     list dropped from the map (sweep, or take) may still be walked; its
+//     operations are in no other list of the key.
 type watchList[K comparable] struct {
 	entries []watchEntry
 	key     K
 	shard   *shard[K]
 	stats   *counters
+	walking bool // a CheckAndComplete walks the list (enter to leave)
+	again   bool // another asked for one more pass meanwhile
 }
 
 type watchEntry struct {
@@ -172,15 +181,42 @@ func (s *shards[K]) watch(o *Op, key K) bool {
 	return true
 }
 
-// snapshot appends the operations watched under key to buf.
-func (s *shards[K]) snapshot(key K, buf []*Op) []*Op {
+// enter begins a walk of key's list: it returns the list, which the walk
+// holds until it leaves it, and the list's operations, appended to buf. It
+// returns a nil list if no operation is watched under key, or if another walk
+// of the key is under way: that walk is then asked to go over the list once
+// more before it leaves.
+func (s *shards[K]) enter(key K, buf []*Op) (*watchList[K], []*Op) {
 	sh := s.of(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if l := sh.lists[key]; l != nil {
-		for _, e := range l.entries {
-			buf = append(buf, e.op)
-		}
+	l := sh.lists[key]
+	switch {
+	case l == nil || len(l.entries) == 0:
+		return nil, buf
+	case l.walking:
+		l.again = true
+		return nil, buf
+	}
+	l.walking = true
+	return l, l.appendOps(buf)
+}
+
+// leave implements walkList.
+func (l *watchList[K]) leave(buf []*Op) ([]*Op, bool) {
+	l.shard.mu.Lock()
+	defer l.shard.mu.Unlock()
+	if !l.again {
+		l.walking = false
+		return buf, false
+	}
+	l.again = false
+	return l.appendOps(buf), true
+}
+
+func (l *watchList[K]) appendOps(buf []*Op) []*Op {
+	for _, e := range l.entries {
+		buf = append(buf, e.op)
 	}
 	return buf
 }

@@ -51,6 +51,8 @@ type Op struct {
 	Seen      purgatory.Outcome // recorded by OnComplete
 	OnTry     func()            // if set, called inside TryComplete
 	PanicIn   atomic.Int32      // a callback that panics once: PanicTry, PanicComplete or PanicExpire
+	trying    atomic.Int32      // TryComplete calls running now
+	Overlaps  atomic.Int32      // TryComplete calls that began while another ran: must stay 0
 }
 
 // Callbacks an Op can be told to panic in, once, after it has counted the call.
@@ -73,6 +75,10 @@ func (o *Op) maybePanic(in int32) {
 }
 
 func (o *Op) TryComplete() bool {
+	if o.trying.Add(1) > 1 {
+		o.Overlaps.Add(1)
+	}
+	defer o.trying.Add(-1)
 	o.Tries.Add(1)
 	if o.OnTry != nil {
 		o.OnTry()
@@ -145,6 +151,7 @@ func Tally(t testing.TB, ops []*Op) purgatory.Stats {
 		if out == purgatory.Expired {
 			wantExpired = 1
 		}
+		require.Zero(t, op.Overlaps.Load(), "operation %d: TryComplete never runs concurrently with itself", i)
 		require.Equal(t, wantCompleted, op.Completed.Load(), "operation %d (%v): OnComplete runs once", i, out)
 		require.Equal(t, wantExpired, op.Expired.Load(), "operation %d (%v): OnExpiration", i, out)
 		if wantCompleted == 1 {
