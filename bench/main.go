@@ -213,7 +213,10 @@ func makePlan(workloads, systems string, runs int, p params) ([]job, error) {
 			return nil, fmt.Errorf("unknown workload %q (have %v, soak)", w, allWorkloads)
 		}
 		known := timerSystems
-		if strings.HasPrefix(w, "W5") {
+		switch {
+		case w == "W5over":
+			known = overloadSystems
+		case strings.HasPrefix(w, "W5"):
 			known = purgatorySystems
 		}
 		var sys []string
@@ -221,7 +224,7 @@ func makePlan(workloads, systems string, runs int, p params) ([]job, error) {
 			switch {
 			case slices.Contains(known, s):
 				sys = append(sys, s)
-			case !slices.Contains(timerSystems, s) && !slices.Contains(purgatorySystems, s):
+			case !slices.Contains(timerSystems, s) && !slices.Contains(overloadSystems, s):
 				return nil, fmt.Errorf("unknown system %q", s)
 			}
 		}

@@ -27,9 +27,9 @@ type traffic struct {
 	n        int64         // requests to send; set before any is
 	allEnded chan struct{} // closed when all n have ended
 
-	added, completed, expired, ended atomic.Int64
-	twice                            atomic.Int64 // requests that ended more than once
-	behind                           atomic.Int64 // how late the last arrival was, ns
+	added, completed, expired, shed, ended atomic.Int64
+	twice                                  atomic.Int64 // requests that ended more than once
+	behind                                 atomic.Int64 // how late the last arrival was, ns
 	// lateArrivals samples how late arrivals were sent (every
 	// arrivalSample-th one), written by the arrivals goroutine only; span
 	// is when the last one was sent.
@@ -100,14 +100,26 @@ func (t *traffic) arrivals(n int, length time.Duration, seed uint64) {
 	t.mu.Unlock()
 }
 
+// ending is how a request ended, as W5 counts it.
+type ending int
+
+const (
+	endCompleted ending = iota
+	endExpired
+	endShed // not parked: over purgatory-shed's bound
+)
+
 // end counts r's ending; the request's callbacks call it.
-func (t *traffic) end(r *request, expired bool) {
+func (t *traffic) end(r *request, how ending) {
 	if r.endedN.Add(1) > 1 {
 		t.twice.Add(1)
 	}
-	if expired {
+	switch how {
+	case endExpired:
 		t.expired.Add(1)
-	} else {
+	case endShed:
+		t.shed.Add(1)
+	default:
 		t.completed.Add(1)
 		if t.onCompleted != nil {
 			t.onCompleted(r)
