@@ -49,7 +49,9 @@
 // TryComplete may call CheckAndComplete, even on its own key, and
 // TryCompleteElseWatch or ForceComplete: a try of an operation that is already
 // being tried does not wait, it asks the goroutine trying it to try once more,
-// so nothing deadlocks and no completion event is missed. Go's locks are not
+// and a CheckAndComplete on a key that is being walked does not wait either,
+// it asks that walk for one more pass; so nothing deadlocks and no completion
+// event is missed. Go's locks are not
 // re-entrant, so the one exception is Op.Locker: TryComplete of an operation
 // with a Locker must not cause a try of another operation with the same
 // Locker (by CheckAndComplete on a key that watches it) on the same goroutine.

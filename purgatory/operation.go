@@ -267,7 +267,14 @@ func opOf(op Operation, caller string) (o *Op) {
 // callbacks, with no library lock held. Each callback runs even if the one
 // before it panicked; the panic then continues once they have run.
 func (o *Op) complete(impl Operation, outcome Outcome) {
-	c := o.detach()
+	o.completeLeaving(impl, outcome, nil)
+}
+
+// completeLeaving is complete, except that if the operation's first node is
+// in walked, it stays linked there: the walk of that list, which ended the
+// operation, unlinks it as it leaves the list, in the same critical section.
+func (o *Op) completeLeaving(impl Operation, outcome Outcome, walked remover) {
+	c := o.detach(walked)
 	if c != nil {
 		c.counters.record(outcome)
 		if obs := c.settings.observer; obs != nil {
@@ -290,8 +297,9 @@ func callbacks(impl Operation, outcome Outcome) {
 }
 
 // detach marks the operation done and takes it off its timer, context and
-// watch lists. It returns the purgatory's core, nil if it was never bound.
-func (o *Op) detach() *core {
+// watch lists but walked (see completeLeaving). It returns the purgatory's
+// core, nil if it was never bound.
+func (o *Op) detach(walked remover) *core {
 	o.book.Lock()
 	o.done = true
 	first := o.first.owner
@@ -305,7 +313,7 @@ func (o *Op) detach() *core {
 	if stopCtx != nil {
 		stopCtx()
 	}
-	if first != nil {
+	if first != nil && first != walked {
 		first.remove(&o.first)
 	}
 	for _, n := range nodes {
@@ -318,7 +326,7 @@ func (o *Op) detach() *core {
 // operation was claimed as withdrawn: it leaves nothing watched, armed or
 // counted.
 func (o *Op) withdraw() {
-	if c := o.detach(); c != nil {
+	if c := o.detach(nil); c != nil {
 		c.counters.added.Add(-1)
 		c.counters.delayed.Add(-1)
 	}

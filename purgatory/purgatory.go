@@ -31,7 +31,7 @@ type Purgatory[K comparable] struct {
 	watchers    shards[K]
 	core        core // settings and counters, which each operation reaches too
 	closed      atomic.Bool
-	bufs        sync.Pool // *[]*Op for CheckAndComplete's snapshots
+	bufs        sync.Pool // *walkBufs, CheckAndComplete's slices
 }
 
 // New returns a Purgatory named name: the metrics package labels its series
@@ -209,7 +209,8 @@ func (p *Purgatory[K]) overBound() bool {
 
 // CheckAndComplete tries to complete every operation watched under key, with
 // no purgatory lock held, and returns how many this call completed (Kafka's
-// checkAndComplete). Completed operations leave every watch list at once. An
+// checkAndComplete). Completed operations leave every watch list before it
+// returns (the key's own list in one critical section at the end). An
 // operation that another goroutine is trying at that moment is not waited for:
 // that goroutine tries it once more. Nor is a walk of the same key under way,
 // on another goroutine or further up this one (a TryComplete that checks its
@@ -226,22 +227,22 @@ func (p *Purgatory[K]) CheckAndComplete(key K) int {
 	if p.closed.Load() {
 		return 0
 	}
-	bp, _ := p.bufs.Get().(*[]*Op)
-	if bp == nil {
-		bp = new([]*Op)
+	bufs, _ := p.bufs.Get().(*walkBufs)
+	if bufs == nil {
+		bufs = new(walkBufs)
 	}
-	l, ops := p.watchers.enter(key, (*bp)[:0])
+	l, ops := p.watchers.enter(key, bufs.ops[:0])
 	if l == nil {
-		p.bufs.Put(bp)
+		p.bufs.Put(bufs)
 		return 0
 	}
-	w := walk{ops: ops, list: l}
+	w := walk{ops: ops, list: l, walked: l, ended: bufs.ended[:0]}
 	touch(w.ops)
 	defer w.finish()
 	w.run()
 	clear(w.ops)
-	*bp = w.ops[:0]
-	p.bufs.Put(bp)
+	bufs.ops, bufs.ended = w.ops[:0], w.ended[:0]
+	p.bufs.Put(bufs)
 	return w.won
 }
 
@@ -287,14 +288,23 @@ type walk struct {
 	outcome Outcome
 	holding *Op      // the operation whose try bit this walk holds, if any
 	list    walkList // the key's list this walk holds, until it leaves it
+	walked  remover  // the same list, for completeLeaving; nil if none
+	ended   []*node  // nodes in list of operations this walk completed
+}
+
+// walkBufs are a walk's slices, kept for the next walk.
+type walkBufs struct {
+	ops   []*Op
+	ended []*node
 }
 
 // walkList is a key's watch list as a walk holds it, whatever the key's type.
 type walkList interface {
-	// leave ends a walk of the list, unless another walk asked for one
-	// more pass: then it returns the list's operations, appended to buf,
-	// and true, and the walk goes on with them.
-	leave(buf []*Op) (ops []*Op, again bool)
+	// leave unlinks the nodes in ended that are still linked, then ends the
+	// walk of the list, unless another walk asked for one more pass: then
+	// it returns the list's operations, appended to buf, and true, and the
+	// walk goes on with them.
+	leave(ended []*node, buf []*Op) (ops []*Op, again bool)
 }
 
 func (w *walk) run() {
@@ -303,10 +313,11 @@ func (w *walk) run() {
 		if w.list == nil {
 			return
 		}
-		ops, again := w.list.leave(w.ops[:0])
-		w.ops, w.next = ops, 0
+		ops, again := w.list.leave(w.ended, w.ops[:0])
+		clear(w.ended)
+		w.ended, w.ops, w.next = w.ended[:0], ops, 0
 		if !again {
-			w.list = nil
+			w.list, w.walked = nil, nil
 			return
 		}
 		touch(w.ops)
@@ -323,8 +334,7 @@ func (w *walk) pass() {
 			if s := o.state.Load(); s&(soloBit|tryingBit|outcomeBits) == soloBit {
 				// Only this walk tries o (try.go): no try bit to take.
 				if o.check(impl) && o.claim(Completed) {
-					w.won++
-					o.complete(impl, Completed)
+					w.complete(o, impl)
 				}
 				continue
 			}
@@ -335,8 +345,7 @@ func (w *walk) pass() {
 			won := o.tryHeld(impl, o.check(impl), 0)
 			w.holding = nil
 			if won {
-				w.won++
-				o.complete(impl, Completed)
+				w.complete(o, impl)
 			}
 			continue
 		}
@@ -345,6 +354,17 @@ func (w *walk) pass() {
 			w.won++
 		}
 	}
+}
+
+// complete ends o, which this walk's try completed. If o's first node is in
+// the list walked, the walk unlinks it as it leaves (a lock taken once per
+// walk, not once per completion).
+func (w *walk) complete(o *Op, impl Operation) {
+	w.won++
+	if w.walked != nil && o.first.owner == w.walked {
+		w.ended = append(w.ended, &o.first)
+	}
+	o.completeLeaving(impl, Completed, w.walked)
 }
 
 // finish is deferred by run's caller. After a walk that ran to its end it does

@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"reflect"
 	"sync"
+	"sync/atomic"
 )
 
 // An operation holds a node for each key it is watched under, and completing
@@ -62,11 +63,16 @@ const minEmpty = 64
 //     mutex (enter) and walks the copy without it. An operation in the copy
 //     may have ended since; its state then refuses it, so it is completed at
 //     most once.
-//   - One walk at a time: walking is set by enter and cleared by leave, and
-//     a CheckAndComplete that finds it set sets again instead and returns;
-//     leave then hands the walk a fresh copy rather than clearing walking.
-//     So no request for a walk is lost, and an operation watched under this
-//     key alone (soloBit, try.go) is tried by nobody but this list's walk.
+//   - One walk at a time, by the word walk: walking is set by enter (under
+//     the mutex) and cleared by leave (by compare-and-swap, without the
+//     mutex when it has nothing to unlink), and a CheckAndComplete that
+//     finds it set sets again instead and returns; leave then clears again
+//     and hands the walk a fresh copy rather than clearing walking. So no
+//     request for a walk is lost, and an operation watched under this key
+//     alone (soloBit, try.go) is tried by nobody but this list's walk.
+//   - The walk may leave the operations it completed linked until it leaves
+//     (completeLeaving): they have ended, so every reader skips them, and
+//     leave unlinks them in one critical section.
 //   - An empty list stays in the map for reuse until the shard's sweep. A
 //     list dropped from the map (sweep, or take) may still be walked; its
 //     operations are in no other list of the key.
@@ -75,9 +81,14 @@ type watchList[K comparable] struct {
 	key     K
 	shard   *shard[K]
 	stats   *counters
-	walking bool // a CheckAndComplete walks the list (enter to leave)
-	again   bool // another asked for one more pass meanwhile
+	walk    atomic.Int32 // walking, and again; see above
 }
+
+// The bits of watchList.walk.
+const (
+	walking int32 = 1 // a CheckAndComplete walks the list (enter to leave)
+	again   int32 = 2 // another asked for one more pass meanwhile
+)
 
 type watchEntry struct {
 	op *Op
@@ -191,27 +202,44 @@ func (s *shards[K]) enter(key K, buf []*Op) (*watchList[K], []*Op) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	l := sh.lists[key]
-	switch {
-	case l == nil || len(l.entries) == 0:
-		return nil, buf
-	case l.walking:
-		l.again = true
+	if l == nil || len(l.entries) == 0 {
 		return nil, buf
 	}
-	l.walking = true
-	return l, l.appendOps(buf)
+	for {
+		switch w := l.walk.Load(); {
+		case w&walking == 0:
+			if l.walk.CompareAndSwap(w, walking) {
+				return l, l.appendOps(buf)
+			}
+		case w&again != 0:
+			return nil, buf // asked already
+		default:
+			if l.walk.CompareAndSwap(w, w|again) {
+				return nil, buf
+			}
+		}
+	}
 }
 
 // leave implements walkList.
-func (l *watchList[K]) leave(buf []*Op) ([]*Op, bool) {
-	l.shard.mu.Lock()
-	defer l.shard.mu.Unlock()
-	if !l.again {
-		l.walking = false
-		return buf, false
+func (l *watchList[K]) leave(ended []*node, buf []*Op) ([]*Op, bool) {
+	if len(ended) == 0 && l.walk.CompareAndSwap(walking, 0) {
+		return buf, false // the common case: no lock
 	}
-	l.again = false
-	return l.appendOps(buf), true
+	sh := l.shard
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	for _, n := range ended {
+		l.removeLocked(n)
+	}
+	for {
+		if l.walk.CompareAndSwap(walking, 0) {
+			return buf, false
+		}
+		if l.walk.CompareAndSwap(walking|again, walking) {
+			return l.appendOps(buf), true
+		}
+	}
 }
 
 func (l *watchList[K]) appendOps(buf []*Op) []*Op {
@@ -286,9 +314,14 @@ func (l *watchList[K]) unlink(n *node) {
 
 // remove unlinks n if it is still linked.
 func (l *watchList[K]) remove(n *node) {
+	l.shard.mu.Lock()
+	defer l.shard.mu.Unlock()
+	l.removeLocked(n)
+}
+
+// removeLocked is remove with the shard's mutex held.
+func (l *watchList[K]) removeLocked(n *node) {
 	sh := l.shard
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
 	if !n.linked {
 		return
 	}
