@@ -135,7 +135,7 @@ const NoTimeout time.Duration = math.MaxInt64
 //	                     reports Pending.
 //	Pending|solo         watched under one key, and TryCompleteElseWatch has
 //	                     let go: only that key's walk tries it (one walk per
-//	                     key at a time, watchList.walking), so the walk calls
+//	                     key at a time: watchList.walk), so the walk calls
 //	                     TryComplete without the try bit and claims Completed
 //	                     if it passes. solo is set by TryCompleteElseWatch's
 //	                     last settle and kept by every other move but an
