@@ -14,10 +14,11 @@ package purgatory
 // One more bit spares most tries the try bit. solo is set as
 // TryCompleteElseWatch lets go of the try bit for the last time, if it watched
 // the operation under one key only. From then on nothing can try the operation
-// but a walk of that key, and a key has one walk at a time (the walking bit of
-// watchList.walk), so the walk tries it without the try bit: a failed try costs a load and the
-// call, not two compare-and-swaps. A walk that read the state before solo was
-// set may still take the try bit the usual way; letting go keeps solo.
+// but a walk of that key, and a key has one walk at a time (the walking bit
+// of watchList.walk), so the walk tries it without the try bit: a failed try
+// costs a load and the call, not two compare-and-swaps. A walk that read the
+// state before solo was set may still take the try bit the usual way; letting
+// go keeps solo.
 //
 // Lock order: the try bit (or a key's walk), then Op.Locker (if set), then
 // Op.book, then a shard's mutex. No library lock is held while user code
