@@ -236,7 +236,7 @@ func (p *Purgatory[K]) CheckAndComplete(key K) int {
 		p.bufs.Put(bufs)
 		return 0
 	}
-	w := walk{ops: ops, list: l, walked: l, ended: bufs.ended[:0]}
+	w := walk{ops: ops, list: l, ended: bufs.ended[:0]}
 	touch(w.ops)
 	defer w.finish()
 	w.run()
@@ -288,7 +288,6 @@ type walk struct {
 	outcome Outcome
 	holding *Op      // the operation whose try bit this walk holds, if any
 	list    walkList // the key's list this walk holds, until it leaves it
-	walked  remover  // the same list, for completeLeaving; nil if none
 	ended   []*node  // nodes in list of operations this walk completed
 }
 
@@ -300,6 +299,7 @@ type walkBufs struct {
 
 // walkList is a key's watch list as a walk holds it, whatever the key's type.
 type walkList interface {
+	remover
 	// leave unlinks the nodes in ended that are still linked, then ends the
 	// walk of the list, unless another walk asked for one more pass: then
 	// it returns the list's operations, appended to buf, and true, and the
@@ -317,7 +317,7 @@ func (w *walk) run() {
 		clear(w.ended)
 		w.ended, w.ops, w.next = w.ended[:0], ops, 0
 		if !again {
-			w.list, w.walked = nil, nil
+			w.list = nil
 			return
 		}
 		touch(w.ops)
@@ -361,10 +361,10 @@ func (w *walk) pass() {
 // walk, not once per completion).
 func (w *walk) complete(o *Op, impl Operation) {
 	w.won++
-	if w.walked != nil && o.first.owner == w.walked {
+	if o.first.owner == remover(w.list) {
 		w.ended = append(w.ended, &o.first)
 	}
-	o.completeLeaving(impl, Completed, w.walked)
+	o.completeLeaving(impl, Completed, w.list)
 }
 
 // finish is deferred by run's caller. After a walk that ran to its end it does
