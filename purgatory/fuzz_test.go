@@ -222,6 +222,9 @@ func runModel(t *testing.T, prog []byte) {
 		if got := p.Stats(); got != want {
 			t.Fatalf("step %d: stats %+v, model %+v", pc/3, got, want)
 		}
+		if err := p.ListsAtRest(); err != nil {
+			t.Fatalf("step %d: %v", pc/3, err)
+		}
 	}
 
 	// Every key is still free (a wedged one deadlocks the bubble), and Close

@@ -146,8 +146,8 @@ const NoTimeout time.Duration = math.MaxInt64
 //	Op.added        set once, by the first TryCompleteElseWatch (a second
 //	                panics); never cleared.
 //	Op.done         set under Op.book by detach, which the winner of the
-//	                claim runs, before it releases the timer, the context
-//	                and the watch places. watch, armTimer and setStopCtx
+//	                claim runs, before it releases the timer and the context
+//	                and drops its watch-list entries. watch, armTimer and setStopCtx
 //	                check it under Op.book, so nothing attaches after it.
 //	Purgatory.closed set once, by Close, before Close walks the watch lists;
 //	                TryCompleteElseWatch reads it after watching, so an
@@ -191,8 +191,8 @@ type Op struct {
 	done    bool          // ended or withdrawn: nothing more may be attached
 	core    *core         // the purgatory's settings and counters, once bound
 	start   time.Duration // since settings.epoch, when bound; read only with an observer
-	first   node          // the place in the first key's watch list: most operations watch one key
-	nodes   []*node       // places under further keys
+	first   place         // the first key's watch list: most operations watch one key
+	places  []place       // further keys' watch lists
 	timed   bool          // timer is armed (or being armed) for Timeout
 	stopCtx func() bool
 	// timer is the timeout, owned by the operation (initialised by bind):
@@ -267,14 +267,7 @@ func opOf(op Operation, caller string) (o *Op) {
 // callbacks, with no library lock held. Each callback runs even if the one
 // before it panicked; the panic then continues once they have run.
 func (o *Op) complete(impl Operation, outcome Outcome) {
-	o.completeLeaving(impl, outcome, nil)
-}
-
-// completeLeaving is complete, except that if the operation's first node is
-// in walked, it stays linked there: the walk of that list, which ended the
-// operation, unlinks it as it leaves the list, in the same critical section.
-func (o *Op) completeLeaving(impl Operation, outcome Outcome, walked remover) {
-	c := o.detach(walked)
+	c := o.detach()
 	if c != nil {
 		c.counters.record(outcome)
 		if obs := c.settings.observer; obs != nil {
@@ -296,15 +289,14 @@ func callbacks(impl Operation, outcome Outcome) {
 	impl.OnComplete()
 }
 
-// detach marks the operation done and takes it off its timer, context and
-// watch lists but walked (see completeLeaving). It returns the purgatory's
-// core, nil if it was never bound.
-func (o *Op) detach(walked remover) *core {
+// detach marks the operation done and takes it off its timer and context, and
+// tells each of its watch lists that its entry there is dead. It returns the
+// purgatory's core, nil if it was never bound.
+func (o *Op) detach() *core {
 	o.book.Lock()
 	o.done = true
-	first := o.first.owner
-	nodes, timed, stopCtx, c := o.nodes, o.timed, o.stopCtx, o.core
-	o.nodes, o.timed, o.stopCtx = nil, false, nil
+	first, places, timed, stopCtx, c := o.first, o.places, o.timed, o.stopCtx, o.core
+	o.places, o.timed, o.stopCtx = nil, false, nil
 	o.book.Unlock()
 
 	if timed {
@@ -313,11 +305,11 @@ func (o *Op) detach(walked remover) *core {
 	if stopCtx != nil {
 		stopCtx()
 	}
-	if first != nil && first != walked {
-		first.remove(&o.first)
+	if first != nil {
+		first.drop()
 	}
-	for _, n := range nodes {
-		n.owner.remove(n)
+	for _, l := range places {
+		l.drop()
 	}
 	return c
 }
@@ -326,7 +318,7 @@ func (o *Op) detach(walked remover) *core {
 // operation was claimed as withdrawn: it leaves nothing watched, armed or
 // counted.
 func (o *Op) withdraw() {
-	if c := o.detach(nil); c != nil {
+	if c := o.detach(); c != nil {
 		c.counters.added.Add(-1)
 		c.counters.delayed.Add(-1)
 	}

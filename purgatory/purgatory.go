@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,7 +30,6 @@ type Purgatory[K comparable] struct {
 	watchers    shards[K]
 	core        core // settings and counters, which each operation reaches too
 	closed      atomic.Bool
-	bufs        sync.Pool // *walkBufs, CheckAndComplete's slices
 }
 
 // New returns a Purgatory named name: the metrics package labels its series
@@ -209,8 +207,9 @@ func (p *Purgatory[K]) overBound() bool {
 
 // CheckAndComplete tries to complete every operation watched under key, with
 // no purgatory lock held, and returns how many this call completed (Kafka's
-// checkAndComplete). Completed operations leave every watch list before it
-// returns (the key's own list in one critical section at the end). An
+// checkAndComplete). It walks the key's list in place; the operations it
+// completes no longer count in Watched when it returns, and their places in
+// the key's list are reclaimed as the walk ends, in one critical section. An
 // operation that another goroutine is trying at that moment is not waited for:
 // that goroutine tries it once more. Nor is a walk of the same key under way,
 // on another goroutine or further up this one (a TryComplete that checks its
@@ -227,22 +226,14 @@ func (p *Purgatory[K]) CheckAndComplete(key K) int {
 	if p.closed.Load() {
 		return 0
 	}
-	bufs, _ := p.bufs.Get().(*walkBufs)
-	if bufs == nil {
-		bufs = new(walkBufs)
-	}
-	l, ops := p.watchers.enter(key, bufs.ops[:0])
+	l, ops := p.watchers.enter(key)
 	if l == nil {
-		p.bufs.Put(bufs)
 		return 0
 	}
-	w := walk{ops: ops, list: l, ended: bufs.ended[:0]}
+	w := walk{ops: ops, list: l}
 	touch(w.ops)
 	defer w.finish()
 	w.run()
-	clear(w.ops)
-	bufs.ops, bufs.ended = w.ops[:0], w.ended[:0]
-	p.bufs.Put(bufs)
 	return w.won
 }
 
@@ -288,23 +279,15 @@ type walk struct {
 	outcome Outcome
 	holding *Op      // the operation whose try bit this walk holds, if any
 	list    walkList // the key's list this walk holds, until it leaves it
-	ended   []*node  // nodes in list of operations this walk completed
-}
-
-// walkBufs are a walk's slices, kept for the next walk.
-type walkBufs struct {
-	ops   []*Op
-	ended []*node
 }
 
 // walkList is a key's watch list as a walk holds it, whatever the key's type.
 type walkList interface {
-	remover
-	// leave unlinks the nodes in ended that are still linked, then ends the
-	// walk of the list, unless another walk asked for one more pass: then
-	// it returns the list's operations, appended to buf, and true, and the
-	// walk goes on with them.
-	leave(ended []*node, buf []*Op) (ops []*Op, again bool)
+	// leave compacts the list if its dead entries outnumber its live ones,
+	// then ends the walk of the list, unless another walk asked for one more
+	// pass: then it returns the list's entries and true, and the walk goes
+	// on with them.
+	leave() (ops []*Op, again bool)
 }
 
 func (w *walk) run() {
@@ -313,9 +296,8 @@ func (w *walk) run() {
 		if w.list == nil {
 			return
 		}
-		ops, again := w.list.leave(w.ended, w.ops[:0])
-		clear(w.ended)
-		w.ended, w.ops, w.next = w.ended[:0], ops, 0
+		ops, again := w.list.leave()
+		w.ops, w.next = ops, 0
 		if !again {
 			w.list = nil
 			return
@@ -356,15 +338,10 @@ func (w *walk) pass() {
 	}
 }
 
-// complete ends o, which this walk's try completed. If o's first node is in
-// the list walked, the walk unlinks it as it leaves (a lock taken once per
-// walk, not once per completion).
+// complete ends o, which this walk's try completed.
 func (w *walk) complete(o *Op, impl Operation) {
 	w.won++
-	if o.first.owner == remover(w.list) {
-		w.ended = append(w.ended, &o.first)
-	}
-	o.completeLeaving(impl, Completed, w.list)
+	o.complete(impl, Completed)
 }
 
 // finish is deferred by run's caller. After a walk that ran to its end it does
@@ -385,7 +362,7 @@ func (w *walk) finish() {
 }
 
 // Watched returns the number of (operation, key) watches: Kafka's
-// PurgatorySize. Completed operations leave at once, so it counts live
+// PurgatorySize. An operation stops counting as it ends, so it counts live
 // operations only. It reads one atomic counter.
 func (p *Purgatory[K]) Watched() int { return int(p.core.counters.watched.Load()) }
 

@@ -147,7 +147,8 @@ func TestRequestExpiry(t *testing.T) {
 }
 
 // Kafka's testRequestPurge. Kafka's Watched only drops as keys are checked or
-// purged; here completed operations leave every watch list at once.
+// purged; here each operation stops counting as it ends, and the lists
+// reclaim its places without a purge (ListsAtRest checks they do).
 func TestPurge(t *testing.T) {
 	p := newPurgatory(t)
 	r1, r2, r3 := testkit.NewOp(time.Hour), testkit.NewOp(time.Hour), testkit.NewOp(time.Hour)
@@ -160,12 +161,14 @@ func TestPurge(t *testing.T) {
 	require.True(t, purgatory.ForceComplete(r1))
 	require.Equal(t, 2, p.Delayed())
 	require.Equal(t, 5, p.Watched())
+	require.NoError(t, p.ListsAtRest())
 	require.True(t, purgatory.ForceComplete(r2))
 	require.Equal(t, 1, p.Delayed())
 	require.Equal(t, 3, p.Watched())
 	require.True(t, purgatory.ForceComplete(r3))
 	require.Zero(t, p.Delayed())
 	require.Zero(t, p.Watched())
+	require.NoError(t, p.ListsAtRest())
 	require.Zero(t, p.CheckAndComplete("k1"))
 	require.EqualValues(t, 3, p.Stats().Forced)
 }
@@ -189,6 +192,7 @@ func TestWatchListsDoNotGrow(t *testing.T) {
 			synctest.Wait()
 			require.Zero(t, p.Watched(), "round %d", round)
 			require.Zero(t, p.Delayed())
+			require.NoError(t, p.ListsAtRest(), "round %d", round)
 		}
 	})
 }

@@ -154,6 +154,7 @@ func stress(t *testing.T, nKeys int) {
 		want.Added, want.Panics = int64(len(counted)), reported.Load()
 		require.Equal(t, want, p.Stats())
 		require.Zero(t, p.Watched())
+		require.NoError(t, p.ListsAtRest())
 		require.NotZero(t, len(withdrawn), "some TryCompleteElseWatch calls were undone")
 		require.NotZero(t, want.Panics, "some panics were recovered on the library's goroutines")
 		t.Logf("outcomes: %+v; withdrawn: %d", want, len(withdrawn))

@@ -1,0 +1,183 @@
+package purgatory
+
+import "sync/atomic"
+
+// A key's watch list is a slice of its operations, walked in place: no copy,
+// and the CPU can fetch the operations it points to in parallel, where a
+// linked list is a chain of dependent cache misses.
+//
+// Nobody moves an entry while the list is walked. An operation that ends does
+// not leave its lists itself; it tells each list that one of its entries is
+// dead (drop, an atomic add), and the list compacts in place, under its
+// shard's mutex: when a drop makes its dead entries outnumber its live ones,
+// or when a walk leaves it with any dead (the walk has just read them all). A
+// list therefore never holds more than twice the entries its live operations
+// need, and a list whose last operation ends is emptied at once, with no purge
+// pass to schedule or to pay for. (Kafka keeps completed operations in its
+// lists until a key is checked or a purge sweeps every list; its first design
+// ran out of memory here, KAFKA-664, and the sweep costs its reaper several
+// times the timer work at high request rates.) So an expiry costs one atomic
+// add per key, and the lock once per half a list's worth of expiries, where
+// unlinking each took the lock each time; a walk takes it once as it leaves,
+// however many it completed.
+
+// place is a key's watch list as an operation sees it, whatever the key's
+// type: the list it must tell when it ends.
+type place interface {
+	// drop counts one of the list's entries dead: its operation has ended.
+	// It is called once for each time the operation was linked there.
+	drop()
+}
+
+// watchList holds the operations watched under one key. Its invariants:
+//
+//   - entries is written under the shard's mutex only: appended to by link,
+//     filtered in place by compact, dropped whole by take. An operation is in
+//     a key's list at most once.
+//   - An entry is live while its operation has no outcome, and dead after;
+//     it never comes back. count holds len(entries) and how many have been
+//     dropped: each operation that ends drops once from each list it was
+//     linked to (detach), and compact subtracts the dead entries it removes.
+//     The two may pass each other (compact may remove an operation whose
+//     end has not dropped yet), so the dead count is signed and exact only
+//     at rest.
+//   - Who may remove entries: compact, only while nobody walks the list, and
+//     take, which drops the whole list from the map; nobody else. A walk may
+//     therefore read the entries it was handed with no lock: entries beyond
+//     them may be appended, into the same array or a new one, but none it
+//     reads is written until it leaves.
+//   - One walk at a time, by the word walk: walking is set by enter (under
+//     the mutex) and cleared by leave (by compare-and-swap, without the
+//     mutex unless the list needs compacting), and a CheckAndComplete that
+//     finds it set sets again instead and returns; leave then clears again
+//     and hands the walk the entries once more rather than clearing walking.
+//     So no request for a walk is lost, and an operation watched under this
+//     key alone (soloBit, try.go) is tried by nobody but this list's walk.
+//   - A drop that finds the list walked leaves compacting to the walk, which
+//     checks the count after it lets go (leave): one of the two sees the
+//     other, so no list is left mostly dead.
+//   - An empty list stays in the map for reuse until the shard's sweep. A
+//     list dropped from the map (sweep, or take) may still be walked; its
+//     operations are in no other list of the key.
+type watchList[K comparable] struct {
+	entries []*Op
+	count   atomic.Int64 // len(entries) and the dead among them; see split
+	walk    atomic.Int32 // walking, and again; see above
+	key     K
+	shard   *shard[K]
+	stats   *counters
+}
+
+// The bits of watchList.walk.
+const (
+	walking int32 = 1 // a CheckAndComplete walks the list (enter to leave)
+	again   int32 = 2 // another asked for one more pass meanwhile
+)
+
+// oneEntry is one entry in watchList.count, whose high 32 bits count the
+// entries and low 32 bits the dead among them, so that a drop reads both in
+// the one atomic add that counts it.
+const oneEntry = 1 << 32
+
+// split decodes a watchList.count: n entries, of which dead are dead. The dead
+// count is signed, and a negative one borrows from the high half as two's
+// complement does, so subtracting it first gives n back.
+func split(count int64) (n, dead int64) {
+	dead = int64(int32(count))
+	return (count - dead) >> 32, dead
+}
+
+// mostlyDead reports whether a list with this count should be compacted: its
+// dead entries outnumber its live ones.
+func mostlyDead(count int64) bool {
+	n, dead := split(count)
+	return 2*dead > n
+}
+
+// anyDead reports whether a list with this count holds a dead entry.
+func anyDead(count int64) bool {
+	_, dead := split(count)
+	return dead > 0
+}
+
+// link appends o. The caller holds the shard's mutex.
+func (l *watchList[K]) link(o *Op) {
+	l.entries = append(l.entries, o)
+	l.count.Add(oneEntry)
+	l.stats.watched.Add(1)
+}
+
+// drop implements place.
+func (l *watchList[K]) drop() {
+	l.stats.watched.Add(-1)
+	if mostlyDead(l.count.Add(1)) && l.walk.Load()&walking == 0 {
+		l.compact()
+	}
+}
+
+// compact removes the dead entries unless a walk holds the list (its leave
+// compacts then).
+func (l *watchList[K]) compact() {
+	l.shard.mu.Lock()
+	defer l.shard.mu.Unlock()
+	if l.walk.Load()&walking == 0 {
+		l.compactLocked()
+	}
+}
+
+// compactLocked removes the dead entries, keeping the live ones in order, and
+// moves them to an array twice their size if the old one is mostly unused. The caller holds the shard's
+// mutex and either holds the walk or has seen nobody does.
+func (l *watchList[K]) compactLocked() {
+	if len(l.entries) == 0 {
+		return
+	}
+	live := l.entries[:0]
+	for _, o := range l.entries {
+		if o.state.Load()&outcomeBits == 0 {
+			live = append(live, o)
+		}
+	}
+	removed := len(l.entries) - len(live)
+	clear(l.entries[len(live):])
+	l.count.Add(-int64(removed) * (oneEntry + 1))
+	if c := cap(live); c > 64 && len(live) < c/4 {
+		live = append(make([]*Op, 0, max(2*len(live), 16)), live...)
+	}
+	l.entries = live
+	sh := l.shard
+	if len(live) == 0 && sh.lists[l.key] == l {
+		sh.empty++
+		if sh.empty > minEmpty && 2*sh.empty > len(sh.lists) {
+			sh.sweep()
+		}
+	}
+}
+
+// leave implements walkList. A walk that leaves compacts the list if any of
+// its entries is dead: the walk has just read them all, and drops that found
+// the list walked left compacting to it. It does so after it lets go of the
+// list, so that a drop either sees the walk over (and compacts itself) or is
+// seen here.
+func (l *watchList[K]) leave() ([]*Op, bool) {
+	if l.walk.CompareAndSwap(walking, 0) {
+		if anyDead(l.count.Load()) {
+			l.compact()
+		}
+		return nil, false
+	}
+	sh := l.shard
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if anyDead(l.count.Load()) {
+		l.compactLocked()
+	}
+	for {
+		if l.walk.CompareAndSwap(walking, 0) {
+			return nil, false
+		}
+		if l.walk.CompareAndSwap(walking|again, walking) {
+			return l.entries, true
+		}
+	}
+}

@@ -1,0 +1,130 @@
+package purgatory
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// listOp is an operation for the watch list's own tests (internal/testkit
+// imports this package, so these cannot use it).
+type listOp struct {
+	Op
+	ready bool
+	onTry func()
+}
+
+func (o *listOp) TryComplete() bool {
+	if f := o.onTry; f != nil {
+		o.onTry = nil
+		f()
+	}
+	return o.ready
+}
+func (o *listOp) OnComplete()   {}
+func (o *listOp) OnExpiration() {}
+
+func newListOps(t *testing.T, p *Purgatory[string], n int, keys ...string) []*listOp {
+	ops := make([]*listOp, n)
+	for i := range ops {
+		ops[i] = &listOp{Op: Op{Timeout: time.Hour}}
+		require.False(t, p.TryCompleteElseWatch(ops[i], keys...))
+	}
+	return ops
+}
+
+func listOf(p *Purgatory[string], key string) *watchList[string] {
+	sh := p.watchers.of(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return sh.lists[key]
+}
+
+func newListPurgatory(t *testing.T) *Purgatory[string] {
+	p, err := New[string]("lists")
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	return p
+}
+
+// A list never holds more than twice the entries its live operations need,
+// whichever of them end and in whatever order, and an emptied list is counted
+// empty for the shard's sweep; its array shrinks as it empties.
+func TestListCompactsWhenMostlyDead(t *testing.T) {
+	p := newListPurgatory(t)
+	ops := newListOps(t, p, 1000, "hot")
+	newListOps(t, p, 1, "other")
+	l := listOf(p, "hot")
+	grown := cap(l.entries)
+	rng := rand.New(rand.NewPCG(1, 2))
+	rng.Shuffle(len(ops), func(i, j int) { ops[i], ops[j] = ops[j], ops[i] })
+	for i, op := range ops {
+		require.True(t, ForceComplete(op))
+		require.NoError(t, p.ListsAtRest(), "after %d ended", i+1)
+		live := len(ops) - i - 1
+		require.LessOrEqual(t, len(l.entries), 2*live, "after %d ended", i+1)
+	}
+	require.Empty(t, l.entries)
+	require.Less(t, cap(l.entries), grown/4, "the array shrank")
+	require.Equal(t, 1, p.Watched())
+}
+
+// While a walk holds a list, nobody moves its entries: operations that end
+// meanwhile (here, all the others, from inside one's TryComplete) only count
+// themselves dead, and the walk compacts the list as it leaves.
+func TestWalkHoldsEntriesInPlace(t *testing.T) {
+	p := newListPurgatory(t)
+	ops := newListOps(t, p, 10, "hot")
+	l := listOf(p, "hot")
+	before := append([]*Op(nil), l.entries...)
+	var during []*Op
+	ops[0].onTry = func() {
+		for _, op := range ops[1:] {
+			require.True(t, ForceComplete(op))
+		}
+		p.watchers.of("hot").mu.Lock()
+		during = append(during, l.entries...)
+		p.watchers.of("hot").mu.Unlock()
+	}
+	ops[0].ready = true
+	require.Equal(t, 1, p.CheckAndComplete("hot"))
+	require.Equal(t, before, during, "no entry moved during the walk")
+	require.Empty(t, l.entries, "the walk compacted the list as it left")
+	require.NoError(t, p.ListsAtRest())
+	require.Zero(t, p.Watched())
+}
+
+// An operation watched under several keys drops once from each; a list taken
+// by CancelForKey is out of the map, and what its operations drop there
+// counts nowhere else.
+func TestDropsPerKey(t *testing.T) {
+	p := newListPurgatory(t)
+	ops := newListOps(t, p, 3, "a", "b", "c")
+	require.Equal(t, 9, p.Watched())
+	require.True(t, ForceComplete(ops[0]))
+	require.Equal(t, 6, p.Watched())
+	require.Len(t, p.CancelForKey("b"), 2)
+	require.Zero(t, p.Watched())
+	require.NoError(t, p.ListsAtRest())
+	require.Nil(t, listOf(p, "b"))
+	require.Empty(t, listOf(p, "a").entries)
+}
+
+// The count's dead half is signed and borrows from the entries' half as two's
+// complement does, so an operation that compact removed before its end
+// dropped is still counted right once it drops.
+func TestCountSplit(t *testing.T) {
+	for _, c := range []struct{ n, dead int64 }{{0, 0}, {3, 1}, {3, -1}, {0, -2}, {1 << 30, 1 << 29}} {
+		n, dead := split(c.n*oneEntry + c.dead)
+		require.Equal(t, c, struct{ n, dead int64 }{n, dead})
+	}
+	var l watchList[int]
+	l.count.Add(2 * oneEntry)    // two linked
+	l.count.Add(-(oneEntry + 1)) // compact removed one whose end has not dropped
+	require.True(t, !mostlyDead(l.count.Load()))
+	l.count.Add(1) // it drops
+	n, dead := split(l.count.Load())
+	require.Equal(t, [2]int64{1, 0}, [2]int64{n, dead})
+}
