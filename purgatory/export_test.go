@@ -27,8 +27,11 @@ func (sh *shard[K]) atRest() error {
 			return fmt.Errorf("key %v: walk word %b with no walk under way", key, w)
 		}
 		dead := 0
-		for _, o := range l.entries {
-			if o.state.Load()&outcomeBits != 0 {
+		for _, e := range l.entries {
+			if e.impl.mustEmbedPurgatoryOp() != e.op {
+				return fmt.Errorf("key %v: an entry's operation is not its impl's", key)
+			}
+			if e.op.state.Load()&outcomeBits != 0 {
 				dead++
 			}
 		}

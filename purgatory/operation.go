@@ -115,9 +115,11 @@ const NoTimeout time.Duration = math.MaxInt64
 
 // An operation's life, in one place (the manner of runtime/time.go).
 //
-// Op.state is one word: the Outcome in its low four bits, two try bits and
-// the solo bit (try.go). Its states, and who moves between them, by
-// compare-and-swap only:
+// Op.state is one word: the Outcome in its low four bits, two try bits, the
+// solo bit (try.go), and the locker bit, set by bind if Op.Locker is set and
+// kept by every move but an outcome, so that a try reads nothing of Op but
+// this word. Its states, and who moves between them, by compare-and-swap
+// only:
 //
 //	Pending              no outcome, no try running. acquire may take the
 //	                     try bit; claim may set an outcome.
@@ -166,9 +168,7 @@ const NoTimeout time.Duration = math.MaxInt64
 // before handing the operation to TryCompleteElseWatch; the rest is private. An
 // Op is used for one operation only and must not be copied after first use.
 type Op struct {
-	// What every try in CheckAndComplete reads comes first, on one cache line.
-	state atomic.Int32 // an Outcome, plus the try bits (try.go)
-	impl  Operation    // the embedding operation; immutable once watched
+	impl Operation // the embedding operation; immutable once watched
 	// Locker, if not nil, is held while TryComplete runs, so that several
 	// operations can share one lock with the user's own code (Kafka's
 	// lockOpt). Go's locks are not re-entrant: TryComplete of an operation
@@ -187,7 +187,7 @@ type Op struct {
 	// ContextDone (OnComplete runs; OnExpiration does not).
 	Context context.Context
 
-	book    sync.Mutex    // guards the fields below; never held while user code runs
+	book    sync.Mutex    // guards done through stopCtx; never held while user code runs
 	done    bool          // ended or withdrawn: nothing more may be attached
 	core    *core         // the purgatory's settings and counters, once bound
 	start   time.Duration // since settings.epoch, when bound; read only with an observer
@@ -200,10 +200,12 @@ type Op struct {
 	// Handler (opTimeout).
 	timer timingwheel.Timer
 
-	// added is set by the first TryCompleteElseWatch. It comes last, next to
-	// the embedding operation's own first fields, so that touch can bring
-	// their cache line in too.
-	added atomic.Bool
+	// The one field of Op a try in CheckAndComplete reads (its watch list
+	// holds impl) comes last, in Op's last word, next to the embedding
+	// operation's own first fields, which TryComplete most likely reads: a
+	// try then usually touches one cache line of the operation, not two.
+	state atomic.Int32 // an Outcome, plus the try bits (try.go)
+	added atomic.Bool  // set by the first TryCompleteElseWatch
 }
 
 //lint:ignore U1000 called through Operation, which only embedding Op satisfies
@@ -218,12 +220,11 @@ func (o *Op) Outcome() Outcome {
 	return Pending
 }
 
-// touch loads the operation's first cache line and its last, where the
-// embedding operation's first fields usually begin, so that a try soon after
-// does not wait for memory. (Atomic loads: the compiler keeps them.)
+// touch loads the cache line a try reads (Op's last word, and usually the
+// embedding operation's first fields), so that a try soon after does not wait
+// for memory. (An atomic load: the compiler keeps it.)
 func (o *Op) touch() {
 	o.state.Load()
-	o.added.Load()
 }
 
 // IsCompleted reports whether the operation has ended, by any outcome.
@@ -367,6 +368,9 @@ func (o *Op) bind(impl Operation, c *core, tw *timingwheel.TimingWheel) bool {
 		return false
 	}
 	o.impl, o.core = impl, c
+	if o.Locker != nil {
+		o.state.Or(lockerBit) // so that a try need not read Locker's line
+	}
 	tw.InitTimer(&o.timer, (*opTimeout)(o))
 	if c.settings.observer != nil {
 		o.start = time.Since(c.settings.epoch)

@@ -250,8 +250,8 @@ func (p *Purgatory[K]) CancelForKey(key K) []Operation {
 	defer w.finish()
 	w.run()
 	cancelled := make([]Operation, w.won)
-	for i, o := range w.ops[:w.won] {
-		cancelled[i] = o.impl
+	for i, e := range w.ops[:w.won] {
+		cancelled[i] = e.impl
 	}
 	return cancelled
 }
@@ -261,9 +261,9 @@ func (p *Purgatory[K]) CancelForKey(key K) []Operation {
 // the CPU never has two of those in flight; a loop this short overlaps them
 // all, and the tries then hit the cache. (BenchmarkCheckWalk: about a third
 // of the time per try.)
-func touch(ops []*Op) {
-	for _, o := range ops {
-		o.touch()
+func touch(ops []entry) {
+	for _, e := range ops {
+		e.op.touch()
 	}
 }
 
@@ -273,7 +273,7 @@ func touch(ops []*Op) {
 // A walk that tries holds its key's list (list) until it leaves it, and goes
 // over the list again as often as other walks of the key ask it to.
 type walk struct {
-	ops     []*Op
+	ops     []entry
 	next    int
 	won     int
 	outcome Outcome
@@ -287,7 +287,7 @@ type walkList interface {
 	// then ends the walk of the list, unless another walk asked for one more
 	// pass: then it returns the list's entries and true, and the walk goes
 	// on with them.
-	leave() (ops []*Op, again bool)
+	leave() (ops []entry, again bool)
 }
 
 func (w *walk) run() {
@@ -309,10 +309,11 @@ func (w *walk) run() {
 // pass goes over ops once.
 func (w *walk) pass() {
 	for w.next < len(w.ops) {
-		o := w.ops[w.next]
+		e := w.ops[w.next]
+		o := e.op
 		w.next++
 		if w.outcome == Pending {
-			impl := o.impl // written by bind before o was first watched
+			impl := e.impl
 			if s := o.state.Load(); s&(soloBit|tryingBit|outcomeBits) == soloBit {
 				// Only this walk tries o (try.go): no try bit to take.
 				if o.check(impl) && o.claim(Completed) {
@@ -332,7 +333,7 @@ func (w *walk) pass() {
 			continue
 		}
 		if o.end(w.outcome) {
-			w.ops[w.won] = o // CancelForKey returns them
+			w.ops[w.won] = e // CancelForKey returns them
 			w.won++
 		}
 	}
@@ -395,9 +396,9 @@ func (p *Purgatory[K]) Close() {
 		return
 	}
 	p.detachWheel()
-	p.watchers.each(func(ops []*Op) {
-		for _, o := range ops {
-			p.core.closeRecovering(o)
+	p.watchers.each(func(ops []entry) {
+		for _, e := range ops {
+			p.core.closeRecovering(e.op)
 		}
 	})
 	if p.ownsWheel {

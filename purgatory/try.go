@@ -30,6 +30,10 @@ const (
 	tryingBit   int32 = 0x10
 	againBit    int32 = 0x20
 	soloBit     int32 = 0x40
+	lockerBit   int32 = 0x80 // Op.Locker is set (bind): check takes it
+
+	// kept are the bits a try leaves as they are when it lets go.
+	kept = soloBit | lockerBit
 
 	// withdrawn is the internal outcome of an operation whose
 	// TryCompleteElseWatch was undone because TryComplete panicked. It ends
@@ -78,15 +82,19 @@ func (o *Op) acquire() bool {
 // check runs TryComplete, under Op.Locker if one is set. The caller holds the
 // try bit.
 func (o *Op) check(impl Operation) bool {
-	if o.Locker != nil {
+	if o.state.Load()&lockerBit != 0 {
 		return o.checkLocked(impl)
 	}
 	return impl.TryComplete()
 }
 
 func (o *Op) checkLocked(impl Operation) bool {
-	o.Locker.Lock()
-	defer o.Locker.Unlock()
+	l := o.Locker
+	if l == nil { // cleared after TryCompleteElseWatch, which its doc forbids
+		return impl.TryComplete()
+	}
+	l.Lock()
+	defer l.Unlock()
 	return impl.TryComplete()
 }
 
@@ -111,7 +119,7 @@ func (o *Op) settle(ok bool, set int32) (won, retry bool) {
 				return false, true
 			}
 		default:
-			if o.state.CompareAndSwap(s, s&soloBit|set) {
+			if o.state.CompareAndSwap(s, s&kept|set) {
 				return false, false
 			}
 		}
@@ -128,7 +136,7 @@ func (o *Op) abandon(withdraw bool) bool {
 			o.state.And(outcomeBits)
 			return false
 		}
-		next := s & soloBit
+		next := s & kept
 		if withdraw {
 			next = int32(withdrawn)
 		}

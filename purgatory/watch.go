@@ -124,7 +124,7 @@ func (s *shards[K]) watch(o *Op, key K) bool {
 // place. It returns a nil list if no operation is watched under key, or if
 // another walk of the key is under way: that walk is then asked to go over the
 // list once more before it leaves.
-func (s *shards[K]) enter(key K) (*watchList[K], []*Op) {
+func (s *shards[K]) enter(key K) (*watchList[K], []entry) {
 	sh := s.of(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -151,7 +151,7 @@ func (s *shards[K]) enter(key K) (*watchList[K], []*Op) {
 // take removes key's watch list from the map and returns a copy of its
 // entries (a walk may still be reading them). The operations stay counted as
 // watched until they end and drop, as the caller is about to make them.
-func (s *shards[K]) take(key K) []*Op {
+func (s *shards[K]) take(key K) []entry {
 	sh := s.of(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -170,8 +170,8 @@ func (s *shards[K]) take(key K) []*Op {
 }
 
 // each calls fn with the operations of every key, one shard at a time.
-func (s *shards[K]) each(fn func(ops []*Op)) {
-	var buf []*Op
+func (s *shards[K]) each(fn func(ops []entry)) {
+	var buf []entry
 	for i := range s.all {
 		sh := &s.all[i]
 		sh.mu.Lock()

@@ -60,12 +60,21 @@ type place interface {
 //     list dropped from the map (sweep, or take) may still be walked; its
 //     operations are in no other list of the key.
 type watchList[K comparable] struct {
-	entries []*Op
+	entries []entry
 	count   atomic.Int64 // len(entries) and the dead among them; see split
 	walk    atomic.Int32 // walking, and again; see above
 	key     K
 	shard   *shard[K]
 	stats   *counters
+}
+
+// entry is an operation in a watch list, with its embedding operation: a try
+// calls TryComplete through impl, read here, where the walk reads on in
+// order, so that the only part of the operation it reads is Op's last word
+// (state), usually on the cache line TryComplete reads.
+type entry struct {
+	impl Operation
+	op   *Op
 }
 
 // The bits of watchList.walk.
@@ -102,7 +111,7 @@ func anyDead(count int64) bool {
 
 // link appends o. The caller holds the shard's mutex.
 func (l *watchList[K]) link(o *Op) {
-	l.entries = append(l.entries, o)
+	l.entries = append(l.entries, entry{o.impl, o})
 	l.count.Add(oneEntry)
 	l.stats.watched.Add(1)
 }
@@ -133,16 +142,16 @@ func (l *watchList[K]) compactLocked() {
 		return
 	}
 	live := l.entries[:0]
-	for _, o := range l.entries {
-		if o.state.Load()&outcomeBits == 0 {
-			live = append(live, o)
+	for _, e := range l.entries {
+		if e.op.state.Load()&outcomeBits == 0 {
+			live = append(live, e)
 		}
 	}
 	removed := len(l.entries) - len(live)
 	clear(l.entries[len(live):])
 	l.count.Add(-int64(removed) * (oneEntry + 1))
 	if c := cap(live); c > 64 && len(live) < c/4 {
-		live = append(make([]*Op, 0, max(2*len(live), 16)), live...)
+		live = append(make([]entry, 0, max(2*len(live), 16)), live...)
 	}
 	l.entries = live
 	sh := l.shard
@@ -159,7 +168,7 @@ func (l *watchList[K]) compactLocked() {
 // the list walked left compacting to it. It does so after it lets go of the
 // list, so that a drop either sees the walk over (and compacts itself) or is
 // seen here.
-func (l *watchList[K]) leave() ([]*Op, bool) {
+func (l *watchList[K]) leave() ([]entry, bool) {
 	if l.walk.CompareAndSwap(walking, 0) {
 		if anyDead(l.count.Load()) {
 			l.compact()

@@ -78,8 +78,8 @@ func TestWalkHoldsEntriesInPlace(t *testing.T) {
 	p := newListPurgatory(t)
 	ops := newListOps(t, p, 10, "hot")
 	l := listOf(p, "hot")
-	before := append([]*Op(nil), l.entries...)
-	var during []*Op
+	before := append([]entry(nil), l.entries...)
+	var during []entry
 	ops[0].onTry = func() {
 		for _, op := range ops[1:] {
 			require.True(t, ForceComplete(op))
