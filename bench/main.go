@@ -34,9 +34,10 @@ func main() {
 		parked  = flag.Int("parked", 0, "internal: timers parked for W2/W3")
 		rate    = flag.Int("rate", 0, "internal: W5 requests per second")
 		keys    = flag.Int("keys", 0, "internal: W5 keys")
+		open    = flag.Bool("open", false, "internal: W5 with arrivals in an open loop (W5over)")
 	)
 	flag.Parse()
-	p := params{quick: *quick, parked: *parked, rate: *rate, keys: *keys, duration: *duration}
+	p := params{quick: *quick, parked: *parked, rate: *rate, keys: *keys, duration: *duration, open: *open}
 	if *child {
 		if *profile != "" {
 			f, err := os.Create(*profile)
@@ -132,6 +133,9 @@ func (j job) args(p params) []string {
 	case "W5sweep", "W5over":
 		w = "W5"
 		a = append(a, "-rate", strconv.Itoa(j.variant), "-duration", sweepLength(p).String())
+		if j.workload == "W5over" {
+			a = append(a, "-open")
+		}
 	case "W5keys":
 		w = "W5"
 		a = append(a, "-keys", strconv.Itoa(j.variant), "-duration", sweepLength(p).String())

@@ -18,27 +18,41 @@ import (
 // event is never delivered before it is due and at most about 1 ms after.
 //
 // It also tallies how the requests end, from their callbacks.
+//
+// Open loop (W5over), arrivals never wait for the system: the generator queues
+// each request on time (intake), and a goroutine of its own hands them to the
+// system as fast as the system takes them. A request's timeout and event
+// then count from when it was due to arrive, not from when the system took
+// it, so a system that falls behind pays for it in expiries (a request it
+// takes more than the timeout late expires at once unless it can complete),
+// never with a lighter load; and only completions by that deadline count as
+// goodput (onTime).
 type traffic struct {
 	d           delayed
 	keys        int              // requests are spread over this many keys
 	onCompleted func(r *request) // if not nil, called as each completion is counted
+	open        *intake          // open loop: the queue to the adder; nil otherwise
 
 	begin    time.Time
 	n        int64         // requests to send; set before any is
 	allEnded chan struct{} // closed when all n have ended
 
 	added, completed, expired, shed, ended atomic.Int64
+	onTime                                 atomic.Int64 // open loop: completed by their deadline
 	twice                                  atomic.Int64 // requests that ended more than once
 	behind                                 atomic.Int64 // how late the last arrival was, ns
 	// lateArrivals samples how late arrivals were sent (every
 	// arrivalSample-th one), written by the arrivals goroutine only; span
 	// is when the last one was sent.
 	lateArrivals []time.Duration
-	span         time.Duration
-	cursor       atomic.Int64 // the next slot the event goroutine takes; written under mu
-	mu           sync.Mutex
-	slots        map[int64][]*request // by due millisecond since begin
-	arrived      bool                 // every request has arrived; guarded by mu
+	// lateIntake samples, open loop, how long after they were due the
+	// system took requests; written by the adder only.
+	lateIntake []time.Duration
+	span       time.Duration
+	cursor     atomic.Int64 // the next slot the event goroutine takes; written under mu
+	mu         sync.Mutex
+	slots      map[int64][]*request // by due millisecond since begin
+	arrived    bool                 // every request has arrived; guarded by mu
 }
 
 func newTraffic(d delayed, keys int, onCompleted func(r *request)) *traffic {
@@ -54,6 +68,9 @@ func (t *traffic) run(n int, length time.Duration, seed uint64) {
 	var wg sync.WaitGroup
 	wg.Go(func() { t.arrivals(n, length, seed) })
 	wg.Go(t.events)
+	if t.open != nil {
+		wg.Go(t.adder)
+	}
 	wg.Wait()
 }
 
@@ -78,26 +95,64 @@ func (t *traffic) arrivals(n int, length time.Duration, seed uint64) {
 		if i%arrivalSample == 0 {
 			t.lateArrivals = append(t.lateArrivals, max(sent-at, 0))
 		}
-		r := &request{traffic: t, key: rng.IntN(t.keys)}
+		r := &request{traffic: t, key: rng.IntN(t.keys), due: at}
 		if rng.Float64() < w5EventShare {
-			// The event is due after the request is sent, not after it was
-			// meant to be: a system that holds back its own arrivals must
-			// not see their events sooner, and complete more, for it.
-			r.event = sent + time.Duration(rng.Int64N(int64(w5EventWindow)))
+			// Closed loop, the event is due after the request is sent, not
+			// after it was meant to be: a system that holds back its own
+			// arrivals must not see their events sooner, and complete more,
+			// for it. Open loop, arrivals are on time and it is due after
+			// that.
+			from := sent
+			if t.open != nil {
+				from = at
+			}
+			r.event = from + time.Duration(rng.Int64N(int64(w5EventWindow)))
 			t.mu.Lock()
 			// A slot the event goroutine has taken is never taken again.
 			slot := max(int64(r.event/time.Millisecond), t.cursor.Load())
 			t.slots[slot] = append(t.slots[slot], r)
 			t.mu.Unlock()
 		}
+		if t.open != nil {
+			t.open.push(r)
+			continue
+		}
 		t.added.Add(1)
 		t.d.add(r, r.key, w5Timeout)
+	}
+	if t.open != nil {
+		t.open.close()
 	}
 	t.span = t.elapsed()
 	t.behind.Store(int64(t.span - length))
 	t.mu.Lock()
 	t.arrived = true
 	t.mu.Unlock()
+}
+
+// adder hands the open loop's requests to the system, oldest first, each with
+// what is left of its timeout.
+func (t *traffic) adder() {
+	i := 0
+	for {
+		batch, ok := t.open.take()
+		if !ok {
+			return
+		}
+		for _, r := range batch {
+			now := t.elapsed()
+			if i%arrivalSample == 0 {
+				t.lateIntake = append(t.lateIntake, now-r.due)
+			}
+			i++
+			left := r.due + w5Timeout - now
+			if left <= 0 {
+				left = -1 // past its deadline: it expires at once unless it can complete
+			}
+			t.added.Add(1)
+			t.d.add(r, r.key, left)
+		}
+	}
 }
 
 // ending is how a request ended, as W5 counts it.
@@ -121,6 +176,9 @@ func (t *traffic) end(r *request, how ending) {
 		t.shed.Add(1)
 	default:
 		t.completed.Add(1)
+		if t.open != nil && t.elapsed() <= r.due+w5Timeout {
+			t.onTime.Add(1)
+		}
 		if t.onCompleted != nil {
 			t.onCompleted(r)
 		}

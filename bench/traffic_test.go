@@ -29,3 +29,37 @@ func TestArrivalAtLongRuns(t *testing.T) {
 		}
 	}
 }
+
+// The open loop's intake never blocks its producer, hands over every request
+// once and in order, and reports the end only once it is closed and empty.
+func TestIntake(t *testing.T) {
+	q := newIntake()
+	const n = 10_000
+	sent := make([]*request, n)
+	go func() {
+		for i := range sent {
+			sent[i] = &request{key: i}
+			q.push(sent[i])
+		}
+		q.close()
+	}()
+	next := 0
+	for {
+		batch, ok := q.take()
+		if !ok {
+			break
+		}
+		for _, r := range batch {
+			if r.key != next {
+				t.Fatalf("took request %d, want %d", r.key, next)
+			}
+			next++
+		}
+	}
+	if next != n {
+		t.Fatalf("took %d requests, want %d", next, n)
+	}
+	if _, ok := q.take(); ok {
+		t.Fatal("take after the end returned ok")
+	}
+}

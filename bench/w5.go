@@ -27,6 +27,7 @@ const shedBound = 150_000
 type request struct {
 	purgatory.Op
 	ready   atomic.Bool
+	due     time.Duration // when it was due to arrive, since the run began
 	event   time.Duration // when its event was due, since the run began
 	key     int           // the key it is watched under (soak)
 	endedN  atomic.Int32  // how many times it ended: must be exactly 1
@@ -155,9 +156,9 @@ const (
 	w5Expected = 100 * w5EventShare * float64(w5Timeout) / float64(w5EventWindow)
 )
 
-// w5 runs requests arriving at rate per second for length; see DESIGN.md and
-// traffic.
-func w5(d delayed, rate, keys int, length time.Duration) result {
+// w5 runs requests arriving at rate per second for length, in an open loop if
+// open; see DESIGN.md and traffic.
+func w5(d delayed, rate, keys int, length time.Duration, open bool) result {
 	n := int(float64(rate) * length.Seconds())
 	var lagMu sync.Mutex
 	var lags []time.Duration
@@ -168,6 +169,9 @@ func w5(d delayed, rate, keys int, length time.Duration) result {
 		lags = append(lags, lag)
 		lagMu.Unlock()
 	})
+	if open {
+		t.open = newIntake()
+	}
 
 	cpu0 := cpuTime()
 	t.run(n, length, 5)
@@ -192,13 +196,7 @@ func w5(d delayed, rate, keys int, length time.Duration) result {
 		keepsUp = 1
 	}
 	slices.Sort(t.lateArrivals)
-	lateMs := func(q float64) float64 {
-		s := t.lateArrivals
-		if len(s) == 0 {
-			return math.NaN()
-		}
-		return float64(s[min(int(q*float64(len(s))), len(s)-1)]) / 1e6
-	}
+	lateMs := func(q float64) float64 { return quantileMs(t.lateArrivals, q) }
 	m := map[string]float64{
 		"rate":                float64(rate),
 		"keys":                float64(keys),
@@ -218,15 +216,39 @@ func w5(d delayed, rate, keys int, length time.Duration) result {
 		// Goodput counts requests completed (before their timeout, or they
 		// would have expired) per second of the time it took to send them
 		// all: a system whose slowness held its arrivals back is not paid
-		// for it with a lighter load.
-		"goodput_per_s":  float64(t.completed.Load()) / max(length, t.span).Seconds(),
+		// for it with a lighter load. Open loop, the arrivals are on time,
+		// and it counts those completed by the deadline their due arrival
+		// set.
+		"goodput_per_s":  goodput(t, length),
 		"cpu_us_per_req": cpu.Seconds() * 1e6 / float64(n),
 		"keeps_up":       keepsUp,
+	}
+	if open {
+		slices.Sort(t.lateIntake)
+		m["intake_late_p50_ms"] = quantileMs(t.lateIntake, 0.5)
+		m["intake_late_p99_ms"] = quantileMs(t.lateIntake, 0.99)
+		m["intake_late_max_ms"] = quantileMs(t.lateIntake, 1)
 	}
 	for i, q := range latenessQuantiles { // the lag's distribution, for the chart
 		m[lagQuantileMetric(i)] = lagMs(q)
 	}
 	return result{Metrics: m}
+}
+
+// quantileMs is the q-quantile of sorted durations, in milliseconds; NaN if
+// there are none.
+func quantileMs(sorted []time.Duration, q float64) float64 {
+	if len(sorted) == 0 {
+		return math.NaN()
+	}
+	return float64(sorted[min(int(q*float64(len(sorted))), len(sorted)-1)]) / 1e6
+}
+
+func goodput(t *traffic, length time.Duration) float64 {
+	if t.open != nil {
+		return float64(t.onTime.Load()) / length.Seconds()
+	}
+	return float64(t.completed.Load()) / max(length, t.span).Seconds()
 }
 
 func lagQuantileMetric(i int) string { return fmt.Sprintf("lag_q%03d", i) }
@@ -247,5 +269,5 @@ func runPurgatoryWorkload(system string, p params) (result, error) {
 	if keys == 0 {
 		keys = w5Keys
 	}
-	return w5(d, rate, keys, length), nil
+	return w5(d, rate, keys, length, p.open), nil
 }

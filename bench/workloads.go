@@ -28,6 +28,7 @@ type params struct {
 	rate     int           // W5: requests per second (0: the default)
 	keys     int           // W5: keys the requests are spread over (0: w5Keys)
 	duration time.Duration // W5 and soak: how long requests arrive (0: the default)
+	open     bool          // W5: arrivals in an open loop (traffic)
 }
 
 func (p params) n(full, quick int) int {
