@@ -173,7 +173,8 @@ type Op struct {
 	// operations can share one lock with the user's own code (Kafka's
 	// lockOpt). Go's locks are not re-entrant: TryComplete of an operation
 	// with a Locker must not call CheckAndComplete on a key that watches
-	// another operation with the same Locker.
+	// another operation with the same Locker. Set it before
+	// TryCompleteElseWatch; one set afterwards is not taken.
 	Locker sync.Locker
 	// Timeout is how long the operation may wait after TryCompleteElseWatch
 	// before it expires (Outcome Expired). Zero is a forgotten field and

@@ -48,9 +48,9 @@ type place interface {
 //     reads is written until it leaves.
 //   - One walk at a time, by the word walk: walking is set by enter (under
 //     the mutex) and cleared by leave (by compare-and-swap, without the
-//     mutex unless the list needs compacting), and a CheckAndComplete that
-//     finds it set sets again instead and returns; leave then clears again
-//     and hands the walk the entries once more rather than clearing walking.
+//     mutex), and a CheckAndComplete that finds it set sets again instead
+//     and returns; leave then clears again and hands the walk the entries
+//     once more rather than clearing walking.
 //     So no request for a walk is lost, and an operation watched under this
 //     key alone (soloBit, try.go) is tried by nobody but this list's walk.
 //   - A drop that finds the list walked leaves compacting to the walk, which
@@ -58,7 +58,8 @@ type place interface {
 //     other, so no list is left mostly dead.
 //   - An empty list stays in the map for reuse until the shard's sweep. A
 //     list dropped from the map (sweep, or take) may still be walked; its
-//     operations are in no other list of the key.
+//     operations are in no other list of the key. take zeroes its count, so
+//     what its operations drop afterwards counts for nothing.
 type watchList[K comparable] struct {
 	entries []entry
 	count   atomic.Int64 // len(entries) and the dead among them; see split
@@ -68,10 +69,10 @@ type watchList[K comparable] struct {
 	stats   *counters
 }
 
-// entry is an operation in a watch list, with its embedding operation: a try
-// calls TryComplete through impl, read here, where the walk reads on in
-// order, so that the only part of the operation it reads is Op's last word
-// (state), usually on the cache line TryComplete reads.
+// entry is an operation in a watch list, with the Operation that embeds it.
+// The walk reads impl here, in order through the array, so the only part of
+// the operation itself that a try reads is Op's last word (state), usually on
+// the cache line TryComplete reads.
 type entry struct {
 	impl Operation
 	op   *Op
@@ -135,8 +136,9 @@ func (l *watchList[K]) compact() {
 }
 
 // compactLocked removes the dead entries, keeping the live ones in order, and
-// moves them to an array twice their size if the old one is mostly unused. The caller holds the shard's
-// mutex and either holds the walk or has seen nobody does.
+// moves them to an array twice their size if the old one is mostly unused.
+// The caller holds the shard's mutex and either holds the walk or has seen
+// that nobody does.
 func (l *watchList[K]) compactLocked() {
 	if len(l.entries) == 0 {
 		return
