@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -14,13 +15,21 @@ import (
 var purgatorySystems = []string{"purgatory", "naive"}
 
 // overloadSystems are W5over's: also the purgatory with a bound on what it
-// parks (WithMaxDelayed), which sheds the rest at once.
-var overloadSystems = []string{"purgatory", "purgatory-shed", "naive"}
+// parks (WithMaxDelayed), which sheds the rest at once (purgatory-shed) or
+// holds the rest back until there is room (purgatory-admit, which calls Admit
+// before each add).
+var overloadSystems = []string{"purgatory", "purgatory-shed", "purgatory-admit", "naive"}
 
 // shedBound is purgatory-shed's WithMaxDelayed: about what W5 keeps waiting
 // at 190,000 requests/s (0.8 s on average each), under the highest rate the
 // purgatory keeps up with.
 const shedBound = 150_000
+
+// admitBound is purgatory-admit's: the largest of 100,000, 120,000 and
+// 150,000 with which it completed about all it could (40 %) at both W5over
+// rates, one process each on the CI machine. At 150,000 its walks fell
+// behind at 450,000/s.
+const admitBound = 100_000
 
 // request is W5's operation: it can complete once its completion event has
 // arrived.
@@ -68,6 +77,12 @@ func newDelayed(name string) (delayed, error) {
 			return nil, err
 		}
 		return lib{p}, nil
+	case "purgatory-admit":
+		p, err := purgatory.New[int]("w5", purgatory.WithMaxDelayed(admitBound))
+		if err != nil {
+			return nil, err
+		}
+		return admitting{lib{p}}, nil
 	case "naive":
 		return &naive{lists: map[int][]*naiveReq{}}, nil
 	}
@@ -82,6 +97,21 @@ func (l lib) add(r *request, key int, timeout time.Duration) {
 }
 func (l lib) check(key int) { l.p.CheckAndComplete(key) }
 func (l lib) close()        { l.p.Close() }
+
+// admitting is the purgatory with backpressure: add waits in Admit while the
+// purgatory is at its bound, and counts that wait against the timeout.
+type admitting struct{ lib }
+
+func (a admitting) add(r *request, key int, timeout time.Duration) {
+	start := time.Now()
+	if err := a.p.Admit(context.Background()); err != nil {
+		panic(err) // context.Background is never done
+	}
+	if timeout -= time.Since(start); timeout <= 0 {
+		timeout = -1 // past its deadline: it expires at once unless it can complete
+	}
+	a.lib.add(r, key, timeout)
+}
 
 // naive is the purgatory one writes first: one mutex over a map of watch lists
 // and a time.AfterFunc per request; completed and expired requests leave a list

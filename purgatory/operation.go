@@ -272,6 +272,7 @@ func (o *Op) complete(impl Operation, outcome Outcome) {
 	c := o.detach()
 	if c != nil {
 		c.counters.record(outcome)
+		c.ended()
 		if obs := c.settings.observer; obs != nil {
 			defer callbacks(impl, outcome)
 			obs.OperationEnded(outcome, time.Since(c.settings.epoch)-o.start)
@@ -323,6 +324,7 @@ func (o *Op) withdraw() {
 	if c := o.detach(); c != nil {
 		c.counters.added.Add(-1)
 		c.counters.delayed.Add(-1)
+		c.ended()
 	}
 }
 

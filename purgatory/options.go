@@ -80,5 +80,6 @@ func WithPanicHandler(h func(recovered any)) Option {
 // the operations already waiting keep their timeouts. Zero, the default,
 // means no bound; New returns an error for a negative n. The bound is
 // checked without a lock: goroutines adding at the same moment may each pass
-// it, so it can be exceeded by as many as add concurrently.
+// it, so it can be exceeded by as many as add concurrently. To wait for room
+// rather than shed, call [Purgatory.Admit] before each add.
 func WithMaxDelayed(n int) Option { return func(c *config) { c.maxDelayed = n } }

@@ -283,10 +283,9 @@ type walk struct {
 
 // walkList is a key's watch list as a walk holds it, whatever the key's type.
 type walkList interface {
-	// leave compacts the list if its dead entries outnumber its live ones,
-	// then ends the walk of the list, unless another walk asked for one more
-	// pass: then it returns the list's entries and true, and the walk goes
-	// on with them.
+	// leave ends the walk of the list and compacts it if any entry is dead,
+	// unless another walk asked for one more pass: then it compacts, returns
+	// the list's entries and true, and the walk goes on with them.
 	leave() (ops []entry, again bool)
 }
 
@@ -395,6 +394,7 @@ func (p *Purgatory[K]) Close() {
 	if p.closed.Swap(true) {
 		return
 	}
+	p.core.room.wakeAll() // Admit returns once closed
 	p.detachWheel()
 	p.watchers.each(func(ops []entry) {
 		for _, e := range ops {

@@ -46,6 +46,7 @@ func (s Stats) Ended(o Outcome) int64 {
 type core struct {
 	settings settings
 	counters counters
+	room     room // where Admit waits
 }
 
 // settings are fixed by New and only read afterwards.
