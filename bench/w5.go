@@ -86,7 +86,7 @@ func newDelayed(name string) (delayed, error) {
 	case "naive":
 		return &naive{lists: map[int][]*naiveReq{}}, nil
 	}
-	return nil, fmt.Errorf("unknown purgatory system %q (have %v)", name, purgatorySystems)
+	return nil, fmt.Errorf("unknown purgatory system %q (have %v; the shedding and admitting ones in W5over only)", name, overloadSystems)
 }
 
 type lib struct{ p *purgatory.Purgatory[int] }
