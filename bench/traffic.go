@@ -145,12 +145,8 @@ func (t *traffic) adder() {
 				t.lateIntake = append(t.lateIntake, now-r.due)
 			}
 			i++
-			left := r.due + w5Timeout - now
-			if left <= 0 {
-				left = -1 // past its deadline: it expires at once unless it can complete
-			}
 			t.added.Add(1)
-			t.d.add(r, r.key, left)
+			t.d.add(r, r.key, timeLeft(r.due+w5Timeout-now))
 		}
 	}
 }

@@ -107,10 +107,17 @@ func (a admitting) add(r *request, key int, timeout time.Duration) {
 	if err := a.p.Admit(context.Background()); err != nil {
 		panic(err) // context.Background is never done
 	}
-	if timeout -= time.Since(start); timeout <= 0 {
-		timeout = -1 // past its deadline: it expires at once unless it can complete
+	a.lib.add(r, key, timeLeft(timeout-time.Since(start)))
+}
+
+// timeLeft is what is left of a request's timeout, or -1 once none is: a
+// deadline already passed, so that it expires at once unless it can complete
+// (a zero Op.Timeout would be a forgotten one).
+func timeLeft(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
 	}
-	a.lib.add(r, key, timeout)
+	return d
 }
 
 // naive is the purgatory one writes first: one mutex over a map of watch lists

@@ -19,9 +19,10 @@ import (
 // is done first; and nil once the purgatory is closed (TryCompleteElseWatch
 // then ends the operation Closed). Goroutines admitted at the same moment may
 // together pass the bound, and the ones past it are shed by
-// TryCompleteElseWatch. Admit starts no goroutine, and an operation that ends
-// wakes waiters only while there are some: an atomic load per operation
-// otherwise.
+// TryCompleteElseWatch. Admit may wait, so do not call it from an operation's
+// callbacks, which must not block. It starts no goroutine, and an operation
+// that ends wakes waiters only while there are some: an atomic load per
+// operation otherwise.
 func (p *Purgatory[K]) Admit(ctx context.Context) error {
 	p.mustBeNew()
 	if ctx == nil {

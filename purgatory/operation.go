@@ -149,8 +149,9 @@ const NoTimeout time.Duration = math.MaxInt64
 //	                panics); never cleared.
 //	Op.done         set under Op.book by detach, which the winner of the
 //	                claim runs, before it releases the timer and the context
-//	                and drops its watch-list entries. watch, armTimer and setStopCtx
-//	                check it under Op.book, so nothing attaches after it.
+//	                and drops its watch-list entries. watch, armTimer and
+//	                setStopCtx check it under Op.book, so nothing attaches
+//	                after it.
 //	Purgatory.closed set once, by Close, before Close walks the watch lists;
 //	                TryCompleteElseWatch reads it after watching, so an
 //	                operation Close's walk missed is ended Closed there.

@@ -77,16 +77,16 @@ func TestListCompactsWhenMostlyDead(t *testing.T) {
 func TestWalkHoldsEntriesInPlace(t *testing.T) {
 	p := newListPurgatory(t)
 	ops := newListOps(t, p, 10, "hot")
-	l := listOf(p, "hot")
+	l, sh := listOf(p, "hot"), p.watchers.of("hot")
 	before := append([]entry(nil), l.entries...)
 	var during []entry
 	ops[0].onTry = func() {
 		for _, op := range ops[1:] {
 			require.True(t, ForceComplete(op))
 		}
-		p.watchers.of("hot").mu.Lock()
+		sh.mu.Lock()
 		during = append(during, l.entries...)
-		p.watchers.of("hot").mu.Unlock()
+		sh.mu.Unlock()
 	}
 	ops[0].ready = true
 	require.Equal(t, 1, p.CheckAndComplete("hot"))
@@ -123,7 +123,7 @@ func TestCountSplit(t *testing.T) {
 	var l watchList[int]
 	l.count.Add(2 * oneEntry)    // two linked
 	l.count.Add(-(oneEntry + 1)) // compact removed one whose end has not dropped
-	require.True(t, !mostlyDead(l.count.Load()))
+	require.False(t, mostlyDead(l.count.Load()))
 	l.count.Add(1) // it drops
 	n, dead := split(l.count.Load())
 	require.Equal(t, [2]int64{1, 0}, [2]int64{n, dead})
