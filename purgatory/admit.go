@@ -53,7 +53,7 @@ func (p *Purgatory[K]) Admit(ctx context.Context) error {
 // over it, and is open.
 func (p *Purgatory[K]) full() bool {
 	n := p.core.settings.maxDelayed
-	return n > 0 && p.core.counters.delayed.Load() >= int64(n) && !p.closed.Load()
+	return n > 0 && p.core.counters.delayed() >= int64(n) && !p.closed.Load()
 }
 
 // room is where Admit's callers wait: a channel that is closed, and replaced,
@@ -90,7 +90,7 @@ func (c *core) ended() {
 	if c.room.waiters.Load() == 0 {
 		return
 	}
-	if n := c.settings.maxDelayed; c.counters.delayed.Load() < int64(n) {
+	if n := c.settings.maxDelayed; c.counters.delayed() < int64(n) {
 		c.room.wakeAll()
 	}
 }

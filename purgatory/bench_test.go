@@ -143,6 +143,32 @@ func BenchmarkWatchComplete(b *testing.B) {
 	})
 }
 
+// BenchmarkWatchCompleteParallel is BenchmarkWatchComplete on every P at
+// once, each goroutine on keys of its own: what the purgatory's shared state
+// (its counters, its shards' locks) costs when several cores add and complete.
+func BenchmarkWatchCompleteParallel(b *testing.B) {
+	systems(b, func(b *testing.B, s system) {
+		ended := func(*request, bool) {}
+		var next atomic.Int64
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			base := int(next.Add(1)) * 1000
+			i := 0
+			for pb.Next() {
+				key := base + i%1000
+				r := &request{ended: ended}
+				s.add(r, key, 30*time.Second)
+				r.ready.Store(true)
+				if s.check(key) != 1 {
+					b.Error("the request did not complete")
+					return
+				}
+				i++
+			}
+		})
+	})
+}
+
 // BenchmarkCheckWalk is W5's steady state without the clock: 80,000 requests
 // that cannot complete, 80 on each of 1,000 keys, and CheckAndComplete on a
 // random key. It reports ns per operation tried, the cost that W5's quadratic

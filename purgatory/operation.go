@@ -315,6 +315,9 @@ func (o *Op) detach() *core {
 	for _, l := range places {
 		l.drop()
 	}
+	if len(places) > 0 {
+		c.counters.extra.Add(-int64(len(places)))
+	}
 	return c
 }
 
@@ -324,7 +327,6 @@ func (o *Op) detach() *core {
 func (o *Op) withdraw() {
 	if c := o.detach(); c != nil {
 		c.counters.added.Add(-1)
-		c.counters.delayed.Add(-1)
 		c.ended()
 	}
 }
@@ -380,7 +382,6 @@ func (o *Op) bind(impl Operation, c *core, tw *timingwheel.TimingWheel) bool {
 		o.start = time.Since(c.settings.epoch)
 	}
 	c.counters.added.Add(1)
-	c.counters.delayed.Add(1)
 	return true
 }
 

@@ -202,7 +202,7 @@ func (p *Purgatory[K]) TryCompleteElseWatch(op Operation, keys ...K) bool {
 // (counting the one being added).
 func (p *Purgatory[K]) overBound() bool {
 	n := p.core.settings.maxDelayed
-	return n > 0 && p.core.counters.delayed.Load() > int64(n)
+	return n > 0 && p.core.counters.delayed() > int64(n)
 }
 
 // CheckAndComplete tries to complete every operation watched under key, with
@@ -363,12 +363,15 @@ func (w *walk) finish() {
 
 // Watched returns the number of (operation, key) watches: Kafka's
 // PurgatorySize. An operation stops counting as it ends, so it counts live
-// operations only. It reads one atomic counter.
-func (p *Purgatory[K]) Watched() int { return int(p.core.counters.watched.Load()) }
+// operations only. It reads ten atomic counters, without locks.
+func (p *Purgatory[K]) Watched() int {
+	c := &p.core.counters
+	return int(c.watched(c.delayed()))
+}
 
 // Delayed returns the number of operations added and not yet ended: Kafka's
-// NumDelayedOperations. It reads one atomic counter.
-func (p *Purgatory[K]) Delayed() int { return int(p.core.counters.delayed.Load()) }
+// NumDelayedOperations. It reads nine atomic counters, without locks.
+func (p *Purgatory[K]) Delayed() int { return int(p.core.counters.delayed()) }
 
 // Stats returns a snapshot of the purgatory's counters, read without locks.
 func (p *Purgatory[K]) Stats() Stats { return p.core.counters.snapshot() }

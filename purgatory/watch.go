@@ -104,7 +104,7 @@ func (s *shards[K]) watch(o *Op, key K) bool {
 	l := sh.lists[key]
 	switch {
 	case l == nil:
-		l = &watchList[K]{key: key, shard: sh, stats: s.stats}
+		l = &watchList[K]{key: key, shard: sh}
 		sh.lists[key] = l
 	case len(l.entries) == 0:
 		sh.empty--
@@ -113,6 +113,7 @@ func (s *shards[K]) watch(o *Op, key K) bool {
 		o.first = l
 	} else {
 		o.places = append(o.places, l)
+		s.stats.extra.Add(1)
 	}
 	l.link(o)
 	sh.mu.Unlock()

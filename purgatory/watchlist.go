@@ -66,7 +66,6 @@ type watchList[K comparable] struct {
 	walk    atomic.Int32 // walking, and again; see above
 	key     K
 	shard   *shard[K]
-	stats   *counters
 }
 
 // entry is an operation in a watch list, with the Operation that embeds it.
@@ -114,12 +113,10 @@ func anyDead(count int64) bool {
 func (l *watchList[K]) link(o *Op) {
 	l.entries = append(l.entries, entry{o.impl, o})
 	l.count.Add(oneEntry)
-	l.stats.watched.Add(1)
 }
 
 // drop implements place.
 func (l *watchList[K]) drop() {
-	l.stats.watched.Add(-1)
 	if mostlyDead(l.count.Add(1)) && l.walk.Load()&walking == 0 {
 		l.compact()
 	}
