@@ -241,7 +241,7 @@ func markdown(keys []key, res map[key][]result, p params) string {
 				v := median(values(res[k], c.metric))
 				cell := format(v)
 				if r, ok := res[ref]; ok && c.ratio && k.system != ref.system {
-					if rv := median(values(r, c.metric)); rv != 0 && !math.IsNaN(rv) {
+					if rv := median(values(r, c.metric)); rv != 0 && !math.IsNaN(rv) && !math.IsNaN(v) {
 						cell += fmt.Sprintf(" (%.2f×)", v/rv)
 					}
 				}
