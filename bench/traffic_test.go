@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -62,4 +64,22 @@ func TestIntake(t *testing.T) {
 	if _, ok := q.take(); ok {
 		t.Fatal("take after the end returned ok")
 	}
+}
+
+// floor ends every request exactly once, as expired, and its result, which
+// has no lag samples, still encodes: the child prints it as JSON.
+func TestFloor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		res := w5(floor{}, 20_000, 100, 50*time.Millisecond, false)
+		m := res.Metrics
+		if m["expired_pct"] != 100 || m["completed_pct"] != 0 || m["lost"] != 0 || m["ended_twice"] != 0 {
+			t.Fatalf("floor: expired %v %%, completed %v %%, lost %v, ended twice %v; want 100, 0, 0, 0", m["expired_pct"], m["completed_pct"], m["lost"], m["ended_twice"])
+		}
+		if _, ok := m["lag_p99_ms"]; ok {
+			t.Fatalf("floor completed nothing, yet reports a lag p99 of %v ms", m["lag_p99_ms"])
+		}
+		if _, err := json.Marshal(res); err != nil {
+			t.Fatalf("floor's result does not encode: %v", err)
+		}
+	})
 }
