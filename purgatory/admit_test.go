@@ -12,6 +12,7 @@ import (
 
 	"github.com/purgatory-go/purgatory/internal/testkit"
 	"github.com/purgatory-go/purgatory/purgatory"
+	"github.com/purgatory-go/purgatory/timingwheel"
 )
 
 // park fills p with n operations on key k, each with the given timeout.
@@ -124,6 +125,50 @@ func TestAdmitClose(t *testing.T) {
 		op := testkit.NewOp(time.Hour)
 		require.False(t, p.TryCompleteElseWatch(op, "k"))
 		require.Equal(t, purgatory.Closed, op.Outcome())
+	})
+}
+
+// Close wakes Admit itself, not only through the operations its sweep ends:
+// an operation whose TryComplete blocks inside TryCompleteElseWatch is in no
+// list for the sweep to end, yet counts against the bound.
+func TestAdmitCloseWhileTryCompleteBlocks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPurgatory(t, purgatory.WithMaxDelayed(1))
+		release := make(chan struct{})
+		blocked := testkit.NewOp(time.Hour)
+		blocked.OnTry = func() { <-release }
+		var added sync.WaitGroup
+		added.Go(func() { p.TryCompleteElseWatch(blocked, "k") })
+		synctest.Wait()
+		done, result := admitting(context.Background(), p)
+		synctest.Wait()
+		require.False(t, done(), "Admit returned while the purgatory was full")
+		p.Close()
+		synctest.Wait()
+		require.True(t, done(), "Close did not wake Admit")
+		require.NoError(t, result())
+		close(release)
+		added.Wait()
+		require.Equal(t, purgatory.Closed, blocked.Outcome())
+	})
+}
+
+// A shared wheel stopped first closes the purgatory (AfterStop), and that
+// wakes Admit's waiters as Close does: the shutdown order does not matter.
+func TestAdmitWheelStoppedFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tw, err := timingwheel.New()
+		require.NoError(t, err)
+		p := newPurgatory(t, purgatory.WithTimingWheel(tw), purgatory.WithMaxDelayed(1))
+		parked := park(t, p, 1, time.Hour)
+		done, result := admitting(context.Background(), p)
+		synctest.Wait()
+		require.False(t, done(), "Admit returned while the purgatory was full")
+		tw.Stop()
+		synctest.Wait()
+		require.True(t, done(), "stopping the wheel did not wake Admit")
+		require.NoError(t, result())
+		require.Equal(t, purgatory.Closed, parked[0].Outcome())
 	})
 }
 
