@@ -13,8 +13,9 @@
 // allocate.
 //
 // Concurrency: nothing here is synchronized. The timing wheel calls every
-// function of this package under its one lock; a caller without such a lock
-// must serialize all calls on a Bucket and its elements itself.
+// function of this package under the lock of the shard that holds the bucket;
+// a caller without such a lock must serialize all calls on a Bucket and its
+// elements itself.
 package bucket
 
 import "iter"

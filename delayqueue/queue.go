@@ -18,8 +18,8 @@ import "github.com/emirpasic/gods/v2/queues/priorityqueue"
 // Queue is a delay queue of values of type T. It must be created with [New].
 //
 // Concurrency: a Queue is not safe for concurrent use. The timing wheel calls
-// it under its own lock, which is the only lock on the path from scheduling a
-// timer to running it.
+// it under the lock of the shard that holds it, the only lock on the path
+// from scheduling a timer to running it.
 type Queue[T comparable] struct {
 	heap *priorityqueue.Queue[item[T]] // items by value: an Offer allocates nothing once the heap has grown
 	seq  uint64                        // keeps items with equal expirations in offer order

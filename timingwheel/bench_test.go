@@ -93,6 +93,30 @@ func BenchmarkOwnedResetStop(b *testing.B) {
 	}
 }
 
+// BenchmarkOwnedResetStopParallel is BenchmarkOwnedResetStop from GOMAXPROCS
+// goroutines at once (run it with -cpu 1,2 to compare), each with a record
+// of its own: the wheel's shards keep them from contending (W7 in bench/).
+func BenchmarkOwnedResetStopParallel(b *testing.B) {
+	tw, err := timingwheel.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tw.Stop()
+	records := make([]record, parked)
+	for i := range records {
+		tw.InitTimer(&records[i].timeout, &records[i])
+		records[i].timeout.Reset(30 * time.Minute)
+	}
+	b.RunParallel(func(pb *testing.PB) {
+		r := new(record)
+		tw.InitTimer(&r.timeout, r)
+		for pb.Next() {
+			r.timeout.Reset(30 * time.Second)
+			r.timeout.Stop()
+		}
+	})
+}
+
 // reportGC returns a function that reports the garbage collector's CPU time
 // per op (gc-ns/op) since reportGC was called, as the runtime estimates it.
 func reportGC(b *testing.B) func() {

@@ -96,7 +96,9 @@ func (tw *TimingWheel) withDeadline(parent context.Context, now, when instant, d
 	if given {
 		c.rare().deadline, c.extra.given = deadline, true
 	}
-	c.timer.t = timer{tw: tw, h: (*ctxDeadline)(c), when: when, keepsDeadline: true}
+	t := &c.timer.t
+	t.h, t.when, t.keepsDeadline = (*ctxDeadline)(c), when, true
+	t.sh.Store(tw.local())
 	if c.follow(parent) {
 		return c, c.cancel
 	}
@@ -104,12 +106,12 @@ func (tw *TimingWheel) withDeadline(parent context.Context, now, when instant, d
 		c.end(context.DeadlineExceeded, cause)
 		return c, c.cancel
 	}
-	tw.mu.Lock()
-	stopped := tw.state == stopped
+	sh := t.lock()
+	stopped := sh.tw.stopped()
 	if !stopped {
-		tw.schedule(&c.timer.t)
+		sh.schedule(t)
 	}
-	tw.mu.Unlock()
+	sh.mu.Unlock()
 	if stopped {
 		c.expire() // not due yet: onto a runtime timer
 	}
@@ -191,7 +193,7 @@ func (c *deadlineCtx) Deadline() (time.Time, bool) {
 	if x != nil && x.given {
 		return x.deadline, true
 	}
-	return c.timer.t.tw.timeOf(c.timer.t.when), true
+	return c.timer.t.wheel().timeOf(c.timer.t.when), true
 }
 
 func (c *deadlineCtx) Done() <-chan struct{} {
@@ -257,7 +259,7 @@ func (c *ctxDeadline) Fire() { (*deadlineCtx)(c).expire() }
 // deadline, by a wheel that is stopping (or stopped), it moves the deadline to
 // a runtime timer instead.
 func (c *deadlineCtx) expire() {
-	if left := c.timer.t.when.until(c.timer.t.tw.now()); left > 0 {
+	if left := c.timer.t.when.until(c.timer.t.wheel().now()); left > 0 {
 		c.mu.Lock()
 		if x := c.rare(); c.err == nil && x.runtime == nil {
 			x.runtime = time.AfterFunc(left, c.expire)

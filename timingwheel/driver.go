@@ -1,7 +1,9 @@
 package timingwheel
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -9,7 +11,8 @@ import (
 // the wheel, hands what is due to the executor, and sleeps on one reusable
 // time.Timer until the wheel's next deadline, or until a token on wake says
 // that a timer scheduled meanwhile is due sooner (tokio's driver works the
-// same way). It holds mu only while it polls.
+// same way). It holds a shard's mu only while it polls that shard, and polls
+// only the shards whose time has come (shard.go).
 //
 // It hands due timers to the executor instead of running one itself: with the
 // pool, the worker it starts runs on the same P as soon as the driver parks,
@@ -56,14 +59,12 @@ func (tw *TimingWheel) drive() {
 	}
 }
 
-// advance polls the wheel at the current time, appending what is due (and,
-// with an observer, how late each is) and returning how long to wait before
-// the next poll: forever for "until woken". ok is false once the wheel
-// is stopped.
+// advance polls every shard that is due at the current time, appending what
+// is due (and, with an observer, how late each is) and returning how long to
+// wait before the next poll: forever for "until woken". ok is false once the
+// wheel is stopped.
 func (tw *TimingWheel) advance(due []*timer, late []time.Duration) ([]*timer, []time.Duration, time.Duration, bool) {
-	tw.mu.Lock()
-	defer tw.mu.Unlock()
-	if tw.state == stopped {
+	if tw.stopped() {
 		return due, late, 0, false
 	}
 	// A token sent before this look is stale: the look sees its timer.
@@ -72,19 +73,63 @@ func (tw *TimingWheel) advance(due []*timer, late []time.Duration) ([]*timer, []
 	default:
 	}
 	now := tw.now()
-	due = tw.w.poll(now, due)
+	due = tw.poll(now, due)
 	if tw.observer != nil {
 		for _, t := range due {
 			late = append(late, t.when.until(now))
 		}
 	}
-	next, ok := tw.w.next()
-	if !ok {
-		tw.sleepUntil = never
+	next := tw.nextLook()
+	if next == never {
 		return due, late, forever, true
 	}
-	tw.sleepUntil = next
 	return due, late, next.until(now), true
+}
+
+// poll takes what is due at now out of every shard whose next has come. With
+// the inline executor, timers from several shards are put in deadline order,
+// as one wheel would hand them.
+func (tw *TimingWheel) poll(now instant, due []*timer) []*timer {
+	from := 0 // shards that gave timers
+	for i := range tw.shards {
+		sh := &tw.shards[i]
+		if instant(sh.next.Load()) > now {
+			continue
+		}
+		n := len(due)
+		if due = sh.poll(now, due); len(due) > n {
+			from++
+		}
+	}
+	if from > 1 && tw.inline {
+		slices.SortStableFunc(due, func(a, b *timer) int { return cmp.Compare(a.when, b.when) })
+	}
+	return due
+}
+
+// nextLook publishes in sleepUntil when the driver will look next, the
+// earliest next of any shard, and returns it. It reads the shards again after
+// publishing, so that a schedule that lowered a shard's next without seeing
+// the new sleepUntil is seen here (the handshake at sleepUntil).
+func (tw *TimingWheel) nextLook() instant {
+	at := tw.earliest()
+	for {
+		tw.sleepUntil.Store(int64(at))
+		again := tw.earliest()
+		if again >= at {
+			return at
+		}
+		at = again
+	}
+}
+
+// earliest returns the earliest next of any shard, read without their locks.
+func (tw *TimingWheel) earliest() instant {
+	at := never
+	for i := range tw.shards {
+		at = min(at, instant(tw.shards[i].next.Load()))
+	}
+	return at
 }
 
 // hand tells the observer how late the due timers are and hands them to the
@@ -144,10 +189,7 @@ func (tw *TimingWheel) AdvanceClock(timeout time.Duration) bool {
 }
 
 func (tw *TimingWheel) advanceManual() ([]*timer, []time.Duration, time.Duration, bool) {
-	tw.mu.Lock()
-	st := tw.state
-	tw.mu.Unlock()
-	if st == running {
+	if state(tw.state.Load()) == running {
 		panic("timingwheel: AdvanceClock called on a running TimingWheel; make it WithManualClock to drive it yourself")
 	}
 	return tw.advance(nil, nil)

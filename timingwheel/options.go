@@ -14,6 +14,7 @@ const (
 	MinTick      = time.Microsecond
 	MinWheelSize = 2
 	MaxWheelSize = 1 << 16
+	MaxShards    = 1 << 10
 )
 
 // Defaults for the options.
@@ -25,7 +26,7 @@ const (
 	// 364 at 256, 305 at 512, 273 at 1024 and 297 at 4096; add+remove among a
 	// million parked timers was 26-31 ns at every size. With a 1 ms tick, 1024
 	// buckets keep every sub-second delay on the first level (no cascade) and
-	// up to 17 minutes on the second, for 72 KiB per level.
+	// up to 17 minutes on the second, for 64 KiB per level and shard.
 	DefaultWheelSize = 1024
 )
 
@@ -36,6 +37,7 @@ type config struct {
 	manual   bool
 	tick     time.Duration
 	size     int
+	shards   int
 	exec     Executor
 	onPanic  func(recovered any)
 	observer Observer
@@ -54,8 +56,20 @@ func WithTick(d time.Duration) Option { return func(c *config) { c.tick = d } }
 
 // WithWheelSize sets the number of buckets per level (default [DefaultWheelSize],
 // from [MinWheelSize] to [MaxWheelSize]). Larger wheels cascade less and cost
-// more memory per level: each level holds size buckets of 72 bytes each.
+// more memory per level: each level holds size buckets of 64 bytes each, in
+// each shard (see [WithShards]).
 func WithWheelSize(n int) Option { return func(c *config) { c.size = n } }
+
+// WithShards sets the number of shards, the independent wheels a TimingWheel
+// is made of (default [DefaultShards]: GOMAXPROCS; from 1 to [MaxShards]).
+// Each has its own lock, levels and delay queue, and a timer is armed on the
+// shard of the P (the runtime's processor) its arming goroutine runs on, so
+// that goroutines on different cores do not contend; shards beyond
+// GOMAXPROCS go unused unless GOMAXPROCS grows. Each costs its finest level
+// (wheel size × 64 bytes: 64 KiB by default) from New, and each coarser
+// level as much again once a timer needs it; one driver goroutine serves
+// them all. One shard is today's single wheel: least memory, one lock.
+func WithShards(n int) Option { return func(c *config) { c.shards = n } }
 
 // WithExecutor chooses where callbacks run (default [PoolExecutor] of
 // [DefaultMaxWorkers]).
@@ -91,6 +105,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: tick %v is below the minimum %v", ErrInvalidOption, c.tick, MinTick)
 	case c.size < MinWheelSize || c.size > MaxWheelSize:
 		return fmt.Errorf("%w: wheel size %d is outside [%d, %d]", ErrInvalidOption, c.size, MinWheelSize, MaxWheelSize)
+	case c.shards < 1 || c.shards > MaxShards:
+		return fmt.Errorf("%w: %d shards is outside [1, %d]", ErrInvalidOption, c.shards, MaxShards)
 	case c.exec.kind == unset:
 		return fmt.Errorf("%w: WithExecutor was given the zero Executor; make one with timingwheel.PoolExecutor(n) or timingwheel.InlineExecutor()", ErrInvalidOption)
 	case c.exec.kind == poolKind && c.exec.workers < 1:

@@ -36,15 +36,15 @@ func (tw *TimingWheel) ScheduleFunc(s Scheduler, f func()) *Timer {
 		panic("timingwheel: ScheduleFunc called with a nil Scheduler or func")
 	}
 	r := &recurrence{s: s, f: f}
-	r.t.t = timer{tw: tw, h: r}
+	t := &r.t.t
+	t.h = r
+	t.sh.Store(tw.local())
 	if first := s.Next(time.Now()); !first.IsZero() {
-		r.t.t.arm(tw.instantOf(first))
-	} else {
-		tw.mu.Lock()
-		if tw.state == stopped {
-			tw.reject(&r.t.t)
-		}
-		tw.mu.Unlock()
+		t.arm(tw.instantOf(first))
+	} else if tw.stopped() {
+		sh := t.lock()
+		tw.reject(t)
+		sh.mu.Unlock()
 	}
 	return &r.t
 }
@@ -59,10 +59,10 @@ type recurrence struct {
 
 // Fire runs f once and arms the next run.
 func (r *recurrence) Fire() {
-	tw := r.t.t.tw
-	tw.mu.Lock()
-	planned := tw.timeOf(r.t.t.when)
-	tw.mu.Unlock()
+	t := &r.t.t
+	sh := t.lock()
+	planned := sh.tw.timeOf(t.when)
+	sh.mu.Unlock()
 	defer r.rearm(planned)
 	r.f()
 }
@@ -73,14 +73,14 @@ func (r *recurrence) rearm(planned time.Time) {
 		next = r.s.Next(now)
 	}
 	t := &r.t.t
-	tw := t.tw
-	tw.mu.Lock()
-	defer tw.mu.Unlock()
+	sh := t.lock()
+	defer sh.mu.Unlock()
 	// Stop during the run made the timer idle, which ends the schedule; Reset
-	// during the run has armed the next one already.
-	if next.IsZero() || t.state != handed || tw.state == stopped {
+	// during the run has armed the next one already. The next run stays on
+	// the shard of this one.
+	if next.IsZero() || t.state != handed || sh.tw.stopped() {
 		return
 	}
-	t.when = tw.instantOf(next)
-	tw.schedule(t)
+	t.when = sh.tw.instantOf(next)
+	sh.schedule(t)
 }

@@ -23,11 +23,12 @@ func testTimerStates(t *testing.T) {
 	defer tw.Stop()
 	check := func(tm *Timer, want timerState, pending int, msg string) {
 		t.Helper()
-		tw.mu.Lock()
-		defer tw.mu.Unlock()
-		require.Equal(t, want, tm.t.state, msg)
-		require.Equal(t, want == inLevel || want == inNear, bucket.Linked(&tm.t), msg)
-		require.Equal(t, pending, tw.w.count, msg)
+		sh := tm.t.lock()
+		state, linked := tm.t.state, bucket.Linked(&tm.t)
+		sh.mu.Unlock()
+		require.Equal(t, want, state, msg)
+		require.Equal(t, want == inLevel || want == inNear, linked, msg)
+		require.Equal(t, pending, tw.Len(), msg)
 	}
 
 	var runs int
@@ -48,9 +49,10 @@ func testTimerStates(t *testing.T) {
 	// A recurring timer is handed during its run; Stop there ends it.
 	var rec *Timer
 	rec = tw.ScheduleFunc(Every(time.Nanosecond), func() {
-		tw.mu.Lock()
-		require.Equal(t, handed, rec.t.state, "handed while it runs")
-		tw.mu.Unlock()
+		sh := rec.t.lock()
+		state := rec.t.state
+		sh.mu.Unlock()
+		require.Equal(t, handed, state, "handed while it runs")
 		rec.Stop()
 	})
 	require.True(t, tw.AdvanceClock(time.Second))

@@ -1,6 +1,7 @@
 package timingwheel
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/purgatory-go/purgatory/bucket"
@@ -22,16 +23,25 @@ type Timer struct {
 	t timer
 }
 
-// timer is a Timer's state, and the element the wheel links. Every field but
-// tw, h and keepsDeadline is guarded by tw.mu.
+// timer is a Timer's state, and the element the wheel links.
+//
+// A timer lives on one shard of its TimingWheel at a time, the one sh names
+// (sh is nil only in a zero Timer), and every field but sh, h and
+// keepsDeadline is guarded by that shard's mu; lock finds and locks it.
+// AfterFunc, NewTimer, InitTimer, ScheduleFunc and the contexts place a timer
+// on the shard of the calling goroutine's P. Reset of a timer that is not
+// pending moves it to the caller's shard (arm, move), so a timer follows the
+// goroutines that arm it; Reset of a pending timer reschedules it where it is, so a
+// pending timer never changes shards: it stays from arming until it fires or
+// is stopped. sh is written only under the mu of the shard it names.
 //
 // A timer is in one of four states (state):
 //
 //	idle     Not linked: never armed, stopped, or refused by a stopped wheel
 //	         (rejected). Stop returns false; Reset arms it.
-//	inLevel  Linked in the bucket of one of the wheel's levels: the bucket of
-//	         the tick when falls in, on the finest level that spans it. Counted
-//	         in w.count.
+//	inLevel  Linked in the bucket of one of its shard's levels: the bucket of
+//	         the tick when falls in, on the finest level that spans it.
+//	         Counted in w.count.
 //	inNear   Linked in w.near, because the tick when falls in has begun, and
 //	         listed in w.nearHeap at when. Counted in w.count. Stop and Reset
 //	         leave the heap entry behind: an entry whose timer is no longer
@@ -43,18 +53,19 @@ type Timer struct {
 //	         its rearm, which arms it again only if it is still handed: Stop
 //	         made it idle, Reset armed it already.
 //
-// Who moves a timer, always under tw.mu:
+// Who moves a timer, always under its shard's mu:
 //
 //	idle, handed -> inLevel, inNear   schedule: AfterFunc, Reset, a rearm
 //	inLevel -> inLevel, inNear        the flush of a coarser bucket (cascade)
 //	inLevel, inNear -> handed         poll, at or after when
 //	inLevel, inNear -> inLevel, inNear  Reset
 //	any -> idle                       Stop; the wheel's Stop (drain)
+//	idle, handed: sh -> another shard move, in Reset, before it schedules
 type timer struct {
 	links bucket.Links[timer]
-	tw    *TimingWheel // immutable once set
-	h     Handler      // immutable once set
-	when  instant      // the deadline
+	sh    atomic.Pointer[shard] // the shard it lives on; see above
+	h     Handler               // immutable once set
+	when  instant               // the deadline
 	state timerState
 	// rejected is set when a stopped wheel refused to schedule the timer.
 	rejected bool
@@ -116,7 +127,9 @@ func (tw *TimingWheel) AfterFunc(d time.Duration, f func()) *Timer {
 	if f == nil {
 		panic("timingwheel: AfterFunc called with a nil func")
 	}
-	t := &Timer{t: timer{tw: tw, h: HandlerFunc(f)}}
+	t := &Timer{}
+	t.t.h = HandlerFunc(f)
+	t.t.sh.Store(tw.local())
 	t.t.arm(tw.deadline(d))
 	return t
 }
@@ -135,7 +148,10 @@ func (tw *TimingWheel) NewTimer(f func()) *Timer {
 	if f == nil {
 		panic("timingwheel: NewTimer called with a nil func")
 	}
-	return &Timer{t: timer{tw: tw, h: HandlerFunc(f)}}
+	t := &Timer{}
+	t.t.h = HandlerFunc(f)
+	t.t.sh.Store(tw.local())
+	return t
 }
 
 // InitTimer prepares t, a zero Timer the caller owns, to call h.Fire on tw,
@@ -161,29 +177,58 @@ func (tw *TimingWheel) InitTimer(t *Timer, h Handler) {
 	switch {
 	case t == nil || h == nil:
 		panic("timingwheel: InitTimer called with a nil Timer or Handler")
-	case t.t.tw != nil:
+	case t.t.sh.Load() != nil:
 		panic("timingwheel: InitTimer called on a Timer that is already initialised; a Timer is initialised once, and Reset re-arms it")
 	}
-	t.t.tw, t.t.h = tw, h
+	t.t.h = h
+	t.t.sh.Store(tw.local())
 }
 
+// wheel returns the TimingWheel t belongs to; t must be initialised.
+func (t *timer) wheel() *TimingWheel { return t.sh.Load().tw }
+
 // arm schedules t at when, out of its old place if it had one, or refuses it
-// if the wheel is stopped. It reports whether t was pending, and false if it
-// was refused.
+// if the wheel is stopped. A timer that is not pending is first moved to the
+// calling goroutine's shard, as the runtime's timers follow the P that re-adds
+// them: a timer initialised by one goroutine and armed by others (records made
+// in one loop, used by every handler) would otherwise keep their cores
+// passing one shard's lock and buckets between them. (Moving only when the
+// lock was busy measured worse at 2 goroutines, W7 owned 1.31× against 1.70×
+// G=1: a shard free at the moment of the try is still on another core's
+// cache.) It reports whether t was pending, and false if it was refused.
 func (t *timer) arm(when instant) (pending bool) {
-	tw := t.tw
-	tw.mu.Lock()
-	if tw.state == stopped {
-		tw.reject(t)
-		tw.mu.Unlock()
-		tw.warn()
+	sh := t.sh.Load()
+	sh.mu.Lock() // lock, inlined
+	if t.sh.Load() != sh {
+		sh.mu.Unlock()
+		sh = t.lock()
+	}
+	if !t.pending() {
+		if local := sh.tw.local(); local != sh {
+			sh = t.move(sh, local)
+		}
+	}
+	if sh.tw.stopped() {
+		sh.tw.reject(t)
+		sh.mu.Unlock()
+		sh.tw.warn()
 		return false
 	}
 	pending = t.pending()
 	t.when = when
-	tw.schedule(t)
-	tw.mu.Unlock()
+	sh.schedule(t)
+	sh.mu.Unlock()
 	return pending
+}
+
+// move hands t, which is not pending, from the locked shard from to the
+// shard to, and returns the shard t lives on then, locked: to, unless another
+// goroutine moved t again meanwhile. t is idle or handed throughout: a Stop
+// that comes between finds it on to, not pending, as it would have on from.
+func (t *timer) move(from, to *shard) *shard {
+	t.sh.Store(to)
+	from.mu.Unlock()
+	return t.lock()
 }
 
 // Stop prevents the Timer from firing. It returns true if the call stops the
@@ -192,13 +237,20 @@ func (t *timer) arm(when instant) (pending bool) {
 // has already started. On a recurring timer, Stop also ends the schedule, even
 // while a run is in progress.
 func (t *Timer) Stop() bool {
-	if t == nil || t.t.tw == nil {
+	if t == nil {
 		return false
 	}
-	tw := t.t.tw
-	tw.mu.Lock()
-	ok := tw.w.stop(&t.t)
-	tw.mu.Unlock()
+	sh := t.t.sh.Load()
+	if sh == nil {
+		return false
+	}
+	sh.mu.Lock() // lock, inlined
+	if t.t.sh.Load() != sh {
+		sh.mu.Unlock()
+		sh = t.t.lock()
+	}
+	ok := sh.w.stop(&t.t)
+	sh.mu.Unlock()
 	return ok
 }
 
@@ -213,10 +265,14 @@ func (t *Timer) Stop() bool {
 // On a recurring timer, Reset moves the next run, and the schedule continues
 // from that run.
 func (t *Timer) Reset(d time.Duration) bool {
-	if t == nil || t.t.tw == nil {
+	if t == nil {
 		return false
 	}
-	return t.t.arm(t.t.tw.deadline(d))
+	sh := t.t.sh.Load()
+	if sh == nil {
+		return false
+	}
+	return t.t.arm(sh.tw.deadline(d))
 }
 
 // Rejected reports whether the wheel refused the timer because it had been
@@ -224,10 +280,10 @@ func (t *Timer) Reset(d time.Duration) bool {
 // a timer never runs. A stopped wheel stays stopped, so a rejected timer
 // stays rejected.
 func (t *Timer) Rejected() bool {
-	if t == nil || t.t.tw == nil {
+	if t == nil || t.t.sh.Load() == nil {
 		return false
 	}
-	t.t.tw.mu.Lock()
-	defer t.t.tw.mu.Unlock()
+	sh := t.t.lock()
+	defer sh.mu.Unlock()
 	return t.t.rejected
 }

@@ -15,10 +15,14 @@
 //
 // Timers live in buckets of a wheel of [DefaultWheelSize] slots per level, one
 // tick ([DefaultTick]) per slot on the finest level; coarser levels are created
-// on demand. A single driver goroutine sleeps until the earliest bucket's tick
-// begins or the earliest deadline within the current tick comes (no ticker: an
-// idle wheel uses no CPU), then moves timers to finer levels or hands them to
-// the executor. Time is measured on the monotonic clock only.
+// on demand. The wheel is split into shards ([WithShards], one per GOMAXPROCS
+// by default), each with its own lock, and a timer is armed on the shard of
+// the P its caller runs on, so that goroutines on different cores add and
+// stop timers without contending. A single driver goroutine sleeps until the
+// earliest bucket's tick of any shard begins or the earliest deadline within
+// the current tick comes (no ticker: an idle wheel uses no CPU), then moves
+// timers to finer levels or hands them to the executor. Time is measured on
+// the monotonic clock only.
 package timingwheel
 
 import (
@@ -42,7 +46,7 @@ var ErrStopped = errors.New("timingwheel: stopped")
 // and waited for nothing.
 var ErrShutdownInCallback = errors.New("timingwheel: Shutdown called from inside a callback, which cannot wait for itself; the wheel is stopped but nothing was waited for (call Stop there, and Shutdown from outside)")
 
-type state int
+type state int32
 
 const (
 	manual  state = iota // made WithManualClock and not started: AdvanceClock drives it
@@ -52,29 +56,41 @@ const (
 
 // TimingWheel schedules callbacks to run after a delay. It must be created with
 // [New]. All its methods are safe for concurrent use, including from inside
-// callbacks; callbacks never run while the wheel's lock is held.
+// callbacks; callbacks never run while any of the wheel's locks is held.
 //
-// Lock order: mu is the wheel's only lock, from scheduling a timer to handing
-// it to the executor; the executor's own lock is taken after it is released.
+// It is made of shards (shard.go), each a whole wheel with its own lock, so
+// that timers armed and stopped on different cores do not contend.
+//
+// Lock order: mu, the wheel's lifecycle lock, before any shard's mu; a shard's
+// mu alone from arming a timer to handing it to the executor, and never two
+// shards' at once; the executor's own lock after those are released.
 type TimingWheel struct {
-	mu    sync.Mutex // guards w, state, sleepUntil and every Timer's place in the wheel
-	w     *wheel
-	state state
-	start time.Time // epoch of the monotonic clock: deadlines are time.Since(start)
-	exec  executor
+	shards []shard // immutable slice; each shard guards itself
+	start  time.Time
+	exec   executor
 
+	mu        sync.Mutex      // guards state changes, done and afterStop
+	state     atomic.Int32    // a state; written under mu, read without it
+	done      chan struct{}   // closed by the driver that sees the wheel stopped; nil if none was started
+	afterStop funcSet         // AfterStop's functions, until Stop starts them; guarded by mu
+	quit      chan struct{}   // closed by Stop
+	wake      chan struct{}   // capacity 1: a token means "look again"
+	_         [cacheLine]byte // the words above are read by every arm (shards, start, state); sleepUntil, which the driver writes, is kept off their lines
 	// sleepUntil is when the driver (or a waiting AdvanceClock) will next
-	// look at the wheel; never when it waits for nothing. A timer that is
-	// due earlier sends a token on wake.
-	sleepUntil instant
-	wake       chan struct{}    // capacity 1: a token means "look again"
-	quit       chan struct{}    // closed by Stop
-	done       chan struct{}    // closed by the driver that sees the wheel stopped; nil if none was started
-	afterStop  funcSet          // AfterStop's functions, until Stop starts them; guarded by mu
+	// look at the shards. The handshake that loses no wake-up: a schedule
+	// lowers its shard's next and then reads sleepUntil, sending a token on
+	// wake if its instant is earlier; the driver stores sleepUntil and then
+	// reads every shard's next again (nextLook). Of two such store-then-load
+	// pairs on sequentially consistent atomics, at least one load sees the
+	// other's store, so either the token is sent or the driver sees the
+	// shard due.
+	sleepUntil atomic.Int64
+	_          [cacheLine]byte
 	inflight   inflight.Counter // callbacks and AfterStop functions started and not yet returned
 
 	onPanic  func(recovered any)
 	observer Observer
+	inline   bool // the executor is InlineExecutor: runs in deadline order across shards
 
 	fired    atomic.Int64
 	panics   atomic.Int64
@@ -87,7 +103,7 @@ type TimingWheel struct {
 // AdvanceClock drives. It returns an error wrapping [ErrInvalidOption] if an
 // option is out of range or nil.
 func New(opts ...Option) (*TimingWheel, error) {
-	c := config{tick: DefaultTick, size: DefaultWheelSize, exec: PoolExecutor(DefaultMaxWorkers)}
+	c := config{tick: DefaultTick, size: DefaultWheelSize, shards: DefaultShards(), exec: PoolExecutor(DefaultMaxWorkers)}
 	for i, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("%w: option %d is nil", ErrInvalidOption, i)
@@ -98,15 +114,22 @@ func New(opts ...Option) (*TimingWheel, error) {
 		return nil, err
 	}
 	tw := &TimingWheel{
-		w:          newWheel(c.tick, c.size),
-		start:      time.Now(),
-		onPanic:    c.onPanic,
-		observer:   c.observer,
-		sleepUntil: never,
-		wake:       make(chan struct{}, 1),
-		quit:       make(chan struct{}),
+		shards:   make([]shard, c.shards),
+		start:    time.Now(),
+		onPanic:  c.onPanic,
+		observer: c.observer,
+		inline:   c.exec.kind == inlineKind,
+		wake:     make(chan struct{}, 1),
+		quit:     make(chan struct{}),
 	}
-	if c.exec.kind == inlineKind {
+	for i := range tw.shards {
+		sh := &tw.shards[i]
+		sh.w.init(c.tick, c.size)
+		sh.w.home, sh.tw = sh, tw
+		sh.next.Store(int64(never))
+	}
+	tw.sleepUntil.Store(int64(never))
+	if tw.inline {
 		tw.exec = inline{run: tw.run}
 	} else {
 		tw.exec = newPool(c.exec.workers, tw.run)
@@ -125,13 +148,13 @@ func (tw *TimingWheel) Start() error {
 	tw.mustBeNew()
 	tw.mu.Lock()
 	defer tw.mu.Unlock()
-	switch tw.state {
+	switch state(tw.state.Load()) {
 	case running:
 		return nil
 	case stopped:
 		return ErrStopped
 	}
-	tw.state = running
+	tw.state.Store(int32(running))
 	tw.done = make(chan struct{})
 	go tw.drive()
 	return nil
@@ -140,9 +163,7 @@ func (tw *TimingWheel) Start() error {
 // Err returns [ErrStopped] once the wheel has been stopped, and nil before.
 func (tw *TimingWheel) Err() error {
 	tw.mustBeNew()
-	tw.mu.Lock()
-	defer tw.mu.Unlock()
-	if tw.state == stopped {
+	if tw.stopped() {
 		return ErrStopped
 	}
 	return nil
@@ -167,22 +188,24 @@ func (tw *TimingWheel) Stop() (pending []func()) {
 	tw.mustBeNew()
 	var keep []*timer
 	tw.mu.Lock()
-	if tw.state == stopped {
+	if tw.stopped() {
 		tw.mu.Unlock()
 		return nil
 	}
-	tw.state = stopped
+	tw.state.Store(int32(stopped))
 	close(tw.quit)
-	tw.w.drain(func(t *timer) {
-		switch f, ok := t.h.(HandlerFunc); {
-		case t.keepsDeadline:
-			keep = append(keep, t)
-		case ok:
-			pending = append(pending, f)
-		default:
-			pending = append(pending, t.h.Fire)
-		}
-	})
+	for i := range tw.shards {
+		tw.shards[i].drain(func(t *timer) {
+			switch f, ok := t.h.(HandlerFunc); {
+			case t.keepsDeadline:
+				keep = append(keep, t)
+			case ok:
+				pending = append(pending, f)
+			default:
+				pending = append(pending, t.h.Fire)
+			}
+		})
+	}
 	hooks := tw.afterStop
 	tw.afterStop = nil
 	tw.inflight.Add(len(hooks))
@@ -210,7 +233,7 @@ func (tw *TimingWheel) AfterStop(f func()) (stop func() bool) {
 	}
 	tw.mu.Lock()
 	defer tw.mu.Unlock()
-	if tw.state == stopped {
+	if tw.stopped() {
 		tw.inflight.Add(1)
 		go tw.runAfterStop(f)
 		return func() bool { return false }
@@ -257,18 +280,32 @@ var inCallback = inflight.FramesOf((*TimingWheel).run, (*TimingWheel).runAfterSt
 // Observer returns the Observer given with WithObserver, or nil.
 func (tw *TimingWheel) Observer() Observer { return tw.observer }
 
-// Len returns the number of pending timers.
+// stopped reports whether Stop has begun.
+func (tw *TimingWheel) stopped() bool { return state(tw.state.Load()) == stopped }
+
+// Len returns the number of pending timers. It takes each shard's lock in
+// turn, so with timers armed and stopped meanwhile it is a sum of counts
+// taken at slightly different times.
 func (tw *TimingWheel) Len() int {
 	tw.mustBeNew()
-	tw.mu.Lock()
-	defer tw.mu.Unlock()
-	return tw.w.count
+	n := 0
+	for i := range tw.shards {
+		n += tw.shards[i].len()
+	}
+	return n
+}
+
+// Shards returns the number of shards the wheel was made with (see
+// [WithShards]).
+func (tw *TimingWheel) Shards() int {
+	tw.mustBeNew()
+	return len(tw.shards)
 }
 
 // mustBeNew panics with a message that says what to do on a TimingWheel that
 // was not made by New, before any lock is taken.
 func (tw *TimingWheel) mustBeNew() {
-	if tw == nil || tw.w == nil {
+	if tw == nil || tw.shards == nil {
 		panic("timingwheel: TimingWheel must be created with New")
 	}
 }
@@ -281,8 +318,8 @@ type Stats struct {
 	Rejected int64 // timers scheduled after Stop, which never run
 }
 
-// Stats returns the wheel's counters. It holds the wheel's lock only to read
-// Pending.
+// Stats returns the wheel's counters. It holds each shard's lock in turn only
+// to read Pending, as Len does.
 func (tw *TimingWheel) Stats() Stats {
 	return Stats{
 		Pending:  tw.Len(),
@@ -293,8 +330,8 @@ func (tw *TimingWheel) Stats() Stats {
 }
 
 // reject counts a timer refused because the wheel is stopped and marks it,
-// so that Timer.Rejected tells. The caller holds mu, and calls warn after
-// releasing it.
+// so that Timer.Rejected tells. The caller holds the mu of t's shard, and
+// calls warn after releasing it.
 func (tw *TimingWheel) reject(t *timer) {
 	t.rejected = true
 	tw.rejected.Add(1)
@@ -310,11 +347,10 @@ func (tw *TimingWheel) warn() {
 	}
 }
 
-// schedule puts t in the wheel, and wakes whoever waits on the wheel if t is
-// due before it would look. The caller holds mu.
-func (tw *TimingWheel) schedule(t *timer) {
-	if at, ok := tw.w.schedule(t); ok && at < tw.sleepUntil {
-		tw.sleepUntil = at
+// wakeFor wakes the driver (or a waiting AdvanceClock) if it would look
+// later than at; see sleepUntil.
+func (tw *TimingWheel) wakeFor(at instant) {
+	if int64(at) < tw.sleepUntil.Load() {
 		select {
 		case tw.wake <- struct{}{}:
 		default:

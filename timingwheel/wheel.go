@@ -42,6 +42,9 @@ type wheel struct {
 	near     slot
 	nearHeap nearHeap
 	count    int // timers inLevel or inNear: the pending ones
+	// home is the shard that holds the wheel: the shard every timer linked
+	// here names. (nil in the pure wheel's tests, whose timers name none.)
+	home *shard
 }
 
 type level struct {
@@ -49,17 +52,24 @@ type level struct {
 	interval int64 // ticks the level spans: tick*size, saturated at MaxInt64
 	current  int64 // start of the current bucket, a multiple of tick
 	buckets  []slot
+	// The levels of different shards are allocated next to each other; this
+	// keeps one shard's current, which its driver writes, off the line that
+	// another shard's adds read.
+	_ [cacheLine - 48]byte
 }
 
 func newWheel(tick time.Duration, size int) *wheel {
-	w := &wheel{
-		tick:  tick,
-		size:  int64(size),
-		queue: delayqueue.New[*slot](),
-	}
+	w := new(wheel)
+	w.init(tick, size)
+	return w
+}
+
+// init makes w an empty wheel in place (a shard holds its wheel by value).
+func (w *wheel) init(tick time.Duration, size int) {
+	w.tick, w.size = tick, int64(size)
+	w.queue = delayqueue.New[*slot]()
 	w.near.Init()
 	w.addLevel()
-	return w
 }
 
 func (w *wheel) addLevel() {
@@ -184,7 +194,9 @@ func (w *wheel) poll(now instant, due []*timer) []*timer {
 	}
 	for len(w.nearHeap) > 0 && w.nearHeap[0].when <= now {
 		n := w.nearHeap.pop()
-		if t := n.t; t.state == inNear && t.when == n.when {
+		// A stale entry's timer may have moved to another shard since; its
+		// fields are then that shard's to guard, and not ours to read.
+		if t := n.t; t.sh.Load() == w.home && t.state == inNear && t.when == n.when {
 			bucket.Remove(t)
 			due = w.hand(t, due)
 		}
