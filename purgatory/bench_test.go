@@ -145,7 +145,7 @@ func BenchmarkWatchComplete(b *testing.B) {
 
 // BenchmarkWatchCompleteParallel is BenchmarkWatchComplete on every P at
 // once, each goroutine on keys of its own: what the purgatory's shared state
-// (its counters, its shards' locks, the timing wheel's lock) costs when several
+// (its counters, its shards' locks, the timing wheel's shards) costs when several
 // cores add and complete.
 func BenchmarkWatchCompleteParallel(b *testing.B) {
 	systems(b, func(b *testing.B, s system) {

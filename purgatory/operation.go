@@ -158,7 +158,7 @@ const NoTimeout time.Duration = math.MaxInt64
 //
 // Lock order: the try bit or a key's walk, then Op.Locker (held only while
 // TryComplete runs; a key's walk also while OnComplete runs), then Op.book,
-// then a shard's mutex. The wheel's mutex (inside Timer.Reset and Timer.Stop)
+// then a shard's mutex. A wheel shard's mutex (inside Timer.Reset and Timer.Stop)
 // is taken with no purgatory lock held; bind's InitTimer takes none. No
 // library lock is held while user code runs: the try bit and a key's walk are
 // flags that nobody waits on (whoever finds one taken asks its holder for one
@@ -316,7 +316,7 @@ func (o *Op) detach() *core {
 		l.drop()
 	}
 	if len(places) > 0 {
-		c.counters.extra.Add(-int64(len(places)))
+		c.counters.addExtra(-int64(len(places)))
 	}
 	return c
 }
@@ -326,7 +326,7 @@ func (o *Op) detach() *core {
 // counted.
 func (o *Op) withdraw() {
 	if c := o.detach(); c != nil {
-		c.counters.added.Add(-1)
+		c.counters.add(-1)
 		c.ended()
 	}
 }
@@ -381,7 +381,7 @@ func (o *Op) bind(impl Operation, c *core, tw *timingwheel.TimingWheel) bool {
 	if c.settings.observer != nil {
 		o.start = time.Since(c.settings.epoch)
 	}
-	c.counters.added.Add(1)
+	c.counters.add(1)
 	return true
 }
 

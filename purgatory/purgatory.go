@@ -64,6 +64,7 @@ func New[K comparable](name string, opts ...Option) (*Purgatory[K], error) {
 		return nil, fmt.Errorf("%w: WithTimingWheel(nil); pass a wheel made with timingwheel.New, or leave the option out", ErrInvalidOption)
 	}
 	p := &Purgatory[K]{name: name, tw: c.wheel}
+	p.core.counters = newCounters()
 	p.core.settings = settings{observer: c.observer, epoch: time.Now(), onPanic: c.onPanic, maxDelayed: c.maxDelayed}
 	p.watchers = newShards[K](c.shards, &p.core.counters, mayPanicToHash(reflect.TypeFor[K]()))
 	if p.tw == nil {
@@ -363,14 +364,14 @@ func (w *walk) finish() {
 
 // Watched returns the number of (operation, key) watches: Kafka's
 // PurgatorySize. An operation stops counting as it ends, so it counts live
-// operations only. It reads ten atomic counters, without locks.
+// operations only. It reads eleven atomic counters per P, without locks.
 func (p *Purgatory[K]) Watched() int {
 	c := &p.core.counters
 	return int(c.watched(c.delayed()))
 }
 
 // Delayed returns the number of operations added and not yet ended: Kafka's
-// NumDelayedOperations. It reads nine atomic counters, without locks.
+// NumDelayedOperations. It reads ten atomic counters per P, without locks.
 func (p *Purgatory[K]) Delayed() int { return int(p.core.counters.delayed()) }
 
 // Stats returns a snapshot of the purgatory's counters, read without locks.

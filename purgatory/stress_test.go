@@ -32,11 +32,17 @@ func long() bool { return os.Getenv("PURGATORY_LONG") == "1" }
 // whose TryCompleteElseWatch was undone by a panic in TryComplete; they are
 // not counted as added. With 2 keys, most operations share one key (and most
 // of those watch it alone: the walk tries them without the try bit), so the
-// walks, unlinks and adds of 8 goroutines meet on the same lists.
+// walks, unlinks and adds of 8 goroutines meet on the same lists. With 8 Ps,
+// the timeouts spread over 8 wheel shards and the counts over 8 stripes, and
+// operations added on one P end on another.
 func TestStress(t *testing.T) {
 	for _, nKeys := range []int{64, 2} {
 		t.Run(fmt.Sprint(nKeys, " keys"), func(t *testing.T) { stress(t, nKeys) })
 	}
+	t.Run("64 keys, 8 Ps", func(t *testing.T) {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(8))
+		stress(t, 64)
+	})
 }
 
 func stress(t *testing.T, nKeys int) {

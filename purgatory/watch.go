@@ -113,7 +113,7 @@ func (s *shards[K]) watch(o *Op, key K) bool {
 		o.first = l
 	} else {
 		o.places = append(o.places, l)
-		s.stats.extra.Add(1)
+		s.stats.addExtra(1)
 	}
 	l.link(o)
 	sh.mu.Unlock()
