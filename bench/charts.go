@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 
 	"gonum.org/v1/plot"
@@ -17,7 +18,8 @@ import (
 // w2_parked.png, ns per schedule+stop against parked timers (O(1) against
 // O(log n)), w4_lateness.png, the distribution of W4's lateness,
 // w5_lag.png, the distribution of W5's completion lag, and w5_keys_cpu.png,
-// CPU per request against the number of keys.
+// CPU per request against the number of keys, and w7_scaling.png, W7's
+// operations per second against the goroutines that make them.
 func drawCharts(dir string, res map[key][]result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -29,6 +31,9 @@ func drawCharts(dir string, res map[key][]result) error {
 		return err
 	}
 	if err := chartW5Keys(dir, res); err != nil {
+		return err
+	}
+	if err := chartW7(dir, res); err != nil {
 		return err
 	}
 	return chartW5(dir, res)
@@ -79,6 +84,27 @@ func chartW5Keys(dir string, res map[key][]result) error {
 	p.X.Min, p.X.Max = p.X.Min/2, p.X.Max*2
 	p.Y.Min = 0
 	return p.Save(8*vg.Inch, 5*vg.Inch, filepath.Join(dir, "w5_keys_cpu.png"))
+}
+
+func chartW7(dir string, res map[key][]result) error {
+	lines := sweepLines(res, "W7", "mops_per_s")
+	if len(lines) == 0 {
+		return nil
+	}
+	p := plot.New()
+	p.Title.Text = "W7: throughput by goroutines (GOMAXPROCS=" + fmt.Sprint(runtime.GOMAXPROCS(0)) + ")"
+	p.X.Label.Text = "goroutines (log scale)"
+	p.Y.Label.Text = "millions of operations per second (log scale)"
+	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	p.Legend.Top, p.Legend.Left = true, false
+	p.Add(plotter.NewGrid())
+	if err := addLinePoints(p, lines); err != nil {
+		return err
+	}
+	p.X.Min, p.X.Max = p.X.Min/1.5, p.X.Max*1.5
+	p.Y.Min, p.Y.Max = p.Y.Min/2, p.Y.Max*4
+	return p.Save(8*vg.Inch, 5*vg.Inch, filepath.Join(dir, "w7_scaling.png"))
 }
 
 func chartW5(dir string, res map[key][]result) error {

@@ -19,8 +19,8 @@ import (
 
 func main() {
 	var (
-		workloads = flag.String("workload", "all", "comma-separated workloads: W1,W2,W2p,W3,W4,W5, the sweeps W2sweep, W5sweep, W5keys and W5over, soak, or all (all but soak)")
-		systems   = flag.String("system", "all", "comma-separated systems: "+strings.Join(timerSystems, ",")+" for W1–W4; "+strings.Join(purgatorySystems, ",")+" for W5; or all")
+		workloads = flag.String("workload", "all", "comma-separated workloads: W1,W2,W2p,W3,W4,W5, the sweeps W2sweep, W5sweep, W5keys and W5over, W7, soak, or all (all but soak)")
+		systems   = flag.String("system", "all", "comma-separated systems: "+strings.Join(timerSystems, ",")+" for W1–W4; "+strings.Join(purgatorySystems, ",")+" for W5; "+strings.Join(scalingSystems, ",")+" for W7; or all")
 		runs      = flag.Int("runs", 3, "processes per (system, workload); medians are reported")
 		quick     = flag.Bool("quick", false, "a hundredth of every size: a seconds-long smoke run")
 		jsonOut   = flag.String("json", "", "write one JSON object per (system, workload, metric) to this file")
@@ -35,9 +35,10 @@ func main() {
 		rate    = flag.Int("rate", 0, "internal: W5 requests per second")
 		keys    = flag.Int("keys", 0, "internal: W5 keys")
 		open    = flag.Bool("open", false, "internal: W5 with arrivals in an open loop (W5over)")
+		gs      = flag.Int("goroutines", 0, "internal: W7 goroutines")
 	)
 	flag.Parse()
-	p := params{quick: *quick, parked: *parked, rate: *rate, keys: *keys, duration: *duration, open: *open}
+	p := params{quick: *quick, parked: *parked, rate: *rate, keys: *keys, duration: *duration, open: *open, goroutines: *gs}
 	if *child {
 		if *profile != "" {
 			f, err := os.Create(*profile)
@@ -104,6 +105,8 @@ func runChild(workload, system string, p params) error {
 	switch workload {
 	case "W5":
 		r, err = runPurgatoryWorkload(system, p)
+	case "W7":
+		r, err = w7(system, p.goroutines, p)
 	case "soak":
 		err = soak(p)
 		return err
@@ -120,7 +123,7 @@ func runChild(workload, system string, p params) error {
 type job struct {
 	workload, system string
 	run              int
-	variant          int // parked timers for W2sweep, requests/s for W5sweep and W5over, keys for W5keys
+	variant          int // parked timers for W2sweep, requests/s for W5sweep and W5over, keys for W5keys, goroutines for W7
 }
 
 func (j job) args(p params) []string {
@@ -139,6 +142,8 @@ func (j job) args(p params) []string {
 	case "W5keys":
 		w = "W5"
 		a = append(a, "-keys", strconv.Itoa(j.variant), "-duration", sweepLength(p).String())
+	case "W7":
+		a = append(a, "-goroutines", strconv.Itoa(j.variant))
 	}
 	if (w == "W5" && j.workload == "W5" || w == "soak") && p.duration > 0 {
 		a = append(a, "-duration", p.duration.String())
@@ -149,7 +154,7 @@ func (j job) args(p params) []string {
 	return append(a, "-workload", w)
 }
 
-var allWorkloads = []string{"W1", "W2", "W2p", "W3", "W4", "W5", "W2sweep", "W5sweep", "W5keys", "W5over"}
+var allWorkloads = []string{"W1", "W2", "W2p", "W3", "W4", "W5", "W2sweep", "W5sweep", "W5keys", "W5over", "W7"}
 
 func sweepParked(p params) []int {
 	if p.quick {
@@ -218,6 +223,8 @@ func makePlan(workloads, systems string, runs int, p params) ([]job, error) {
 		}
 		known := timerSystems
 		switch {
+		case w == "W7":
+			known = scalingSystems
 		case w == "W5over":
 			known = overloadSystems
 		case strings.HasPrefix(w, "W5"):
@@ -228,7 +235,7 @@ func makePlan(workloads, systems string, runs int, p params) ([]job, error) {
 			switch {
 			case slices.Contains(known, s), s == floorSystem && strings.HasPrefix(w, "W5"):
 				sys = append(sys, s)
-			case !slices.Contains(timerSystems, s) && !slices.Contains(overloadSystems, s) && s != floorSystem:
+			case !slices.Contains(timerSystems, s) && !slices.Contains(overloadSystems, s) && !slices.Contains(scalingSystems, s) && s != floorSystem:
 				return nil, fmt.Errorf("unknown system %q", s)
 			}
 		}
@@ -242,6 +249,8 @@ func makePlan(workloads, systems string, runs int, p params) ([]job, error) {
 			variants = sweepKeys(p)
 		case "W5over":
 			variants = overloadRates(p)
+		case "W7":
+			variants = scalingGoroutines(p)
 		}
 		for _, v := range variants {
 			for r := range runs {
@@ -306,6 +315,8 @@ func variantText(j job) string {
 		return fmt.Sprintf(" rate=%d/s", j.variant)
 	case "W5keys":
 		return fmt.Sprintf(" keys=%d", j.variant)
+	case "W7":
+		return fmt.Sprintf(" G=%d", j.variant)
 	}
 	return ""
 }

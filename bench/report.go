@@ -163,12 +163,16 @@ var descriptions = map[string]string{
 	"W2sweep": "W2's ns per pair against the number of parked timers",
 	"W5sweep": "W5 at rising request rates in 25,000/s steps, 5 s each; a system stops after the first rate at which a run could not keep up (completion lag p50 under 10 ms and the completed share within 1 point of 40 %)",
 	"W5keys":  "W5 at 100,000 requests/s for 5 s over 100 to 100,000 keys: 800 to 0.8 operations pending per key",
+	"W7":      "scaling: G goroutines each loop one operation for 1.5 s with 100,000 timers (or operations) parked first: an add+stop pair on a timer (wheel: AfterFunc+Stop; owned: Reset+Stop of a Timer in a record of the goroutine's own; stdlib: time.AfterFunc+Stop), or an operation added to a purgatory and completed by a check of its key (on a key of the goroutine's own; -shared: on 16 keys that every goroutine shares in turn)",
 	"W5over":  "W5 for 5 s at 325,000 and 450,000 requests/s, about 1.5 and 2 times the highest rate naive keeps up with (overload for both); purgatory-shed is the purgatory with WithMaxDelayed(150,000), which answers what it cannot park at once (Shed); purgatory-admit has WithMaxDelayed(100,000) and waits in Admit before each add until there is room (backpressure), counting the wait against the request's timeout. Arrivals run in an open loop: the generator queues each request on time and never waits for the system, a goroutine hands them to the system as fast as it takes them, and a request's timeout and event count from when it was due. Goodput is requests completed by that deadline per second offered; intake late is how long after they were due the system took them (sampled); arrivals late is how late the generator itself ran",
 }
 
 func reference(workload string) string {
 	if strings.HasPrefix(workload, "W5") {
 		return "naive"
+	}
+	if workload == "W7" {
+		return "itself at G=1, and stdlib or naive"
 	}
 	return "stdlib"
 }
@@ -216,6 +220,15 @@ func markdown(keys []key, res map[key][]result, p params) string {
 				sweepTable(&b, ks, res, "keys", m.metric, m.title)
 				b.WriteString("\n")
 			}
+			continue
+		case "W7":
+			sweepTable(&b, ks, res, "goroutines", "mops_per_s", "millions of operations per second, all goroutines")
+			b.WriteString("\n")
+			scalingTable(&b, ks, res)
+			b.WriteString("\n")
+			sweepTable(&b, ks, res, "goroutines", "cpu_s_per_mops", "CPU s per million operations")
+			b.WriteString("\n")
+			sweepTable(&b, ks, res, "goroutines", "cores", "cores busy (CPU s per wall s)")
 			continue
 		case "W5over":
 			for _, m := range []struct{ metric, title string }{
@@ -284,6 +297,36 @@ func sweepTable(b *strings.Builder, ks []key, res map[key][]result, variant, met
 			} else {
 				b.WriteString(" – |")
 			}
+		}
+		b.WriteString("\n")
+	}
+}
+
+// scalingTable is W7's headline: each system's operations per second at each
+// G as a ratio to its own at G=1, and per CPU second at G=2 against G=1.
+func scalingTable(b *strings.Builder, ks []key, res map[key][]result) {
+	systems := systemsIn(ks)
+	fmt.Fprintf(b, "Throughput against the same system at G=1 (medians), and operations per CPU-second at G=2 against G=1:\n\n| system | G=2 / G=1 | G=4 / G=1 | G=8 / G=1 | ops per CPU-s, G=2 / G=1 |\n|---|---|---|---|---|\n")
+	for _, s := range systems {
+		at := func(g int, metric string) float64 { return median(values(res[key{"W7", g, s}], metric)) }
+		fmt.Fprintf(b, "| %s |", s)
+		for _, g := range []int{2, 4, 8} {
+			fmt.Fprintf(b, " %s× |", format(at(g, "mops_per_s")/at(1, "mops_per_s")))
+		}
+		fmt.Fprintf(b, " %s× |\n", format(at(1, "cpu_s_per_mops")/at(2, "cpu_s_per_mops")))
+	}
+	// Against the peer at the same G: the timers against time.AfterFunc,
+	// the purgatories against naive on the same keys.
+	peers := [][2]string{{"wheel", "stdlib"}, {"owned", "stdlib"}, {"purgatory", "naive"}, {"purgatory-shared", "naive-shared"}}
+	fmt.Fprintf(b, "\nThroughput against the peer at the same G (medians):\n\n| system / peer | G=1 | G=2 | G=4 | G=8 |\n|---|---|---|---|---|\n")
+	for _, pr := range peers {
+		if !slices.Contains(systems, pr[0]) || !slices.Contains(systems, pr[1]) {
+			continue
+		}
+		fmt.Fprintf(b, "| %s / %s |", pr[0], pr[1])
+		for _, g := range []int{1, 2, 4, 8} {
+			v := median(values(res[key{"W7", g, pr[0]}], "mops_per_s")) / median(values(res[key{"W7", g, pr[1]}], "mops_per_s"))
+			fmt.Fprintf(b, " %s× |", format(v))
 		}
 		b.WriteString("\n")
 	}

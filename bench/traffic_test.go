@@ -83,3 +83,19 @@ func TestFloor(t *testing.T) {
 		}
 	})
 }
+
+// TestW7 runs every W7 system at 1 and 2 goroutines in quick mode: each makes
+// operations, and its CPU per operation is a positive number.
+func TestW7(t *testing.T) {
+	for _, system := range scalingSystems {
+		for _, g := range []int{1, 2} {
+			r, err := w7(system, g, params{quick: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Metrics["mops_per_s"] <= 0 || r.Metrics["cpu_s_per_mops"] <= 0 {
+				t.Errorf("%s at G=%d: %v", system, g, r.Metrics)
+			}
+		}
+	}
+}

@@ -23,12 +23,13 @@ func quantileMetric(i int) string { return fmt.Sprintf("lateness_q%03d", i) }
 // params sizes a workload: DESIGN.md's sizes, or a hundredth of them with
 // -quick, so that CI can run the whole suite in seconds.
 type params struct {
-	quick    bool
-	parked   int           // W2 and W3: timers parked at 30 min (0: the default)
-	rate     int           // W5: requests per second (0: the default)
-	keys     int           // W5: keys the requests are spread over (0: w5Keys)
-	duration time.Duration // W5 and soak: how long requests arrive (0: the default)
-	open     bool          // W5: arrivals in an open loop (traffic)
+	quick      bool
+	parked     int           // W2 and W3: timers parked at 30 min (0: the default)
+	rate       int           // W5: requests per second (0: the default)
+	keys       int           // W5: keys the requests are spread over (0: w5Keys)
+	duration   time.Duration // W5 and soak: how long requests arrive (0: the default)
+	open       bool          // W5: arrivals in an open loop (traffic)
+	goroutines int           // W7: goroutines that loop at once
 }
 
 func (p params) n(full, quick int) int {
@@ -140,7 +141,6 @@ func w2(t timers, p params, goroutines int) result {
 	fill(t, parked)
 	heapPerParked := float64(liveHeap()-before) / float64(parkedN)
 
-	noop := func() {}
 	per := pairs / goroutines
 	m0, t0 := mem(), time.Now()
 	var wg sync.WaitGroup
