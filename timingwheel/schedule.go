@@ -40,7 +40,7 @@ func (tw *TimingWheel) ScheduleFunc(s Scheduler, f func()) *Timer {
 	t.h = r
 	t.sh.Store(tw.local())
 	if first := s.Next(time.Now()); !first.IsZero() {
-		t.arm(tw.instantOf(first))
+		t.armNew(tw.instantOf(first))
 	} else if tw.stopped() {
 		sh := t.lock()
 		tw.reject(t)

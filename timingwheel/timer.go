@@ -130,7 +130,7 @@ func (tw *TimingWheel) AfterFunc(d time.Duration, f func()) *Timer {
 	t := &Timer{}
 	t.t.h = HandlerFunc(f)
 	t.t.sh.Store(tw.local())
-	t.t.arm(tw.deadline(d))
+	t.t.armNew(tw.deadline(d))
 	return t
 }
 
@@ -208,6 +208,20 @@ func (t *timer) arm(when instant) (pending bool) {
 			sh = t.move(sh, local)
 		}
 	}
+	return t.schedule(sh, when)
+}
+
+// armNew arms a timer that nobody else can reach yet (AfterFunc's, a
+// recurrence's, a context's) on the shard it was placed on.
+func (t *timer) armNew(when instant) {
+	sh := t.sh.Load()
+	sh.mu.Lock()
+	t.schedule(sh, when)
+}
+
+// schedule puts t, on the locked shard sh, at when, or refuses it if the
+// wheel is stopped, and unlocks sh. It reports whether t was pending.
+func (t *timer) schedule(sh *shard, when instant) (pending bool) {
 	if sh.tw.stopped() {
 		sh.tw.reject(t)
 		sh.mu.Unlock()
