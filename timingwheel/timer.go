@@ -31,9 +31,9 @@ type Timer struct {
 // AfterFunc, NewTimer, InitTimer, ScheduleFunc and the contexts place a timer
 // on the shard of the calling goroutine's P. Reset of a timer that is not
 // pending moves it to the caller's shard (arm, move), so a timer follows the
-// goroutines that arm it; Reset of a pending timer reschedules it where it is, so a
-// pending timer never changes shards: it stays from arming until it fires or
-// is stopped. sh is written only under the mu of the shard it names.
+// goroutines that arm it; Reset of a pending timer reschedules it where it
+// is, so a pending timer never changes shards: it stays from arming until it
+// fires or is stopped. sh is written only under the mu of the shard it names.
 //
 // A timer is in one of four states (state):
 //
@@ -193,8 +193,9 @@ func (t *timer) wheel() *TimingWheel { return t.sh.Load().tw }
 // them: a timer initialised by one goroutine and armed by others (records made
 // in one loop, used by every handler) would otherwise keep their cores
 // passing one shard's lock and buckets between them. (Moving only when the
-// lock was busy measured worse at 2 goroutines, W7 owned 1.31× against 1.70×
-// G=1: a shard free at the moment of the try is still on another core's
+// lock was busy measured worse at 2 goroutines, W7 owned 1.31× of G=1
+// against 1.70×, though before the shards were padded apart: a shard whose
+// lock is free at the moment of the try may still be on another core's
 // cache.) It reports whether t was pending, and false if it was refused.
 func (t *timer) arm(when instant) (pending bool) {
 	sh := t.sh.Load()
