@@ -318,3 +318,28 @@ func (c counting) OperationEnded(purgatory.Outcome, time.Duration) { c.n.Add(1) 
 type panicky struct{ testkit.Op }
 
 func (*panicky) OnExpiration() { panic("expired, and panicked") }
+
+// The lateness histogram holds the time from each timer's deadline to its
+// hand-off: a manual wheel advanced 200 ms after a 10 ms deadline puts one
+// observation of 0.19 s in the +Inf bucket (issue 31: it was 0).
+func TestLatenessHistogramIsTrue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		obs := metrics.NewTimingWheelObserver([]float64{0.001, 0.1})
+		tw, err := timingwheel.New(timingwheel.WithManualClock(), timingwheel.WithObserver(obs))
+		require.NoError(t, err)
+		defer tw.Stop()
+		tw.AfterFunc(10*time.Millisecond, func() {})
+		time.Sleep(200 * time.Millisecond)
+		require.True(t, tw.AdvanceClock(0))
+		c := metrics.NewTimingWheelCollector(tw, "manual", metrics.WithLatenessHistogram(obs))
+		require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(`
+# HELP timingwheel_lateness_seconds How long after its deadline each timer was handed to the executor.
+# TYPE timingwheel_lateness_seconds histogram
+timingwheel_lateness_seconds_bucket{wheel="manual",le="0.001"} 0
+timingwheel_lateness_seconds_bucket{wheel="manual",le="0.1"} 0
+timingwheel_lateness_seconds_bucket{wheel="manual",le="+Inf"} 1
+timingwheel_lateness_seconds_sum{wheel="manual"} 0.19
+timingwheel_lateness_seconds_count{wheel="manual"} 1
+`), "timingwheel_lateness_seconds"))
+	})
+}

@@ -76,7 +76,7 @@ func (tw *TimingWheel) advance(due []*timer, late []time.Duration) ([]*timer, []
 	due = tw.poll(now, due)
 	if tw.observer != nil {
 		for _, t := range due {
-			late = append(late, t.when.until(now))
+			late = append(late, time.Duration(now-t.when)) // due: t.when <= now
 		}
 	}
 	next := tw.nextLook()
