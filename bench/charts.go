@@ -87,24 +87,42 @@ func chartW5Keys(dir string, res map[key][]result) error {
 }
 
 func chartW7(dir string, res map[key][]result) error {
-	lines := sweepLines(res, "W7", "mops_per_s")
+	return logLogSweep(dir, "w7_scaling.png", sweepLines(res, "W7", "mops_per_s"), sweepChart{
+		title:  "W7: throughput by goroutines (GOMAXPROCS=" + fmt.Sprint(runtime.GOMAXPROCS(0)) + ")",
+		x:      "goroutines (log scale)",
+		y:      "millions of operations per second (log scale)",
+		xPad:   1.5,
+		yAbove: 4,
+	})
+}
+
+// sweepChart says how logLogSweep draws a sweep: its labels, whether the
+// legend sits left, and how far to pad the axes (a factor each way on x,
+// upwards on y, where the legend goes) so no line sits on an edge.
+type sweepChart struct {
+	title, x, y  string
+	legendLeft   bool
+	xPad, yAbove float64
+}
+
+// logLogSweep draws a sweep's lines on log axes, a line with points per
+// system, into dir/name; it draws nothing if there are no lines.
+func logLogSweep(dir, name string, lines map[string]plotter.XYs, c sweepChart) error {
 	if len(lines) == 0 {
 		return nil
 	}
 	p := plot.New()
-	p.Title.Text = "W7: throughput by goroutines (GOMAXPROCS=" + fmt.Sprint(runtime.GOMAXPROCS(0)) + ")"
-	p.X.Label.Text = "goroutines (log scale)"
-	p.Y.Label.Text = "millions of operations per second (log scale)"
+	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = c.title, c.x, c.y
 	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
-	p.Legend.Top, p.Legend.Left = true, false
+	p.Legend.Top, p.Legend.Left = true, c.legendLeft
 	p.Add(plotter.NewGrid())
 	if err := addLinePoints(p, lines); err != nil {
 		return err
 	}
-	p.X.Min, p.X.Max = p.X.Min/1.5, p.X.Max*1.5
-	p.Y.Min, p.Y.Max = p.Y.Min/2, p.Y.Max*4
-	return p.Save(8*vg.Inch, 5*vg.Inch, filepath.Join(dir, "w7_scaling.png"))
+	p.X.Min, p.X.Max = p.X.Min/c.xPad, p.X.Max*c.xPad
+	p.Y.Min, p.Y.Max = p.Y.Min/2, p.Y.Max*c.yAbove
+	return p.Save(8*vg.Inch, 5*vg.Inch, filepath.Join(dir, name))
 }
 
 func chartW5(dir string, res map[key][]result) error {
@@ -131,25 +149,14 @@ func chartW5(dir string, res map[key][]result) error {
 }
 
 func chartW2(dir string, res map[key][]result) error {
-	lines := sweepLines(res, "W2sweep", "pair_ns")
-	if len(lines) == 0 {
-		return nil
-	}
-	p := plot.New()
-	p.Title.Text = "W2: schedule a timer at 30 s and stop it, with N timers parked"
-	p.X.Label.Text = "parked timers (log scale)"
-	p.Y.Label.Text = "ns per schedule+stop (log scale)"
-	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
-	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
-	p.Legend.Top, p.Legend.Left = true, true
-	p.Add(plotter.NewGrid())
-	if err := addLinePoints(p, lines); err != nil {
-		return err
-	}
-	// Pad the log axes so no line sits on an edge or under the legend.
-	p.X.Min, p.X.Max = p.X.Min/2, p.X.Max*2
-	p.Y.Min, p.Y.Max = p.Y.Min/2, p.Y.Max*8
-	return p.Save(8*vg.Inch, 5*vg.Inch, filepath.Join(dir, "w2_parked.png"))
+	return logLogSweep(dir, "w2_parked.png", sweepLines(res, "W2sweep", "pair_ns"), sweepChart{
+		title:      "W2: schedule a timer at 30 s and stop it, with N timers parked",
+		x:          "parked timers (log scale)",
+		y:          "ns per schedule+stop (log scale)",
+		legendLeft: true,
+		xPad:       2,
+		yAbove:     8,
+	})
 }
 
 func chartW4(dir string, res map[key][]result) error {

@@ -38,11 +38,12 @@ func (tw *TimingWheel) ScheduleFunc(s Scheduler, f func()) *Timer {
 	r := &recurrence{s: s, f: f}
 	t := &r.t.t
 	t.h = r
-	t.sh.Store(tw.local())
+	sh := tw.local()
+	t.sh.Store(sh)
 	if first := s.Next(time.Now()); !first.IsZero() {
-		t.armNew(tw.instantOf(first))
+		t.armNew(sh, tw.instantOf(first))
 	} else if tw.stopped() {
-		sh := t.lock()
+		sh.mu.Lock() // rejected is guarded by the timer's shard
 		tw.reject(t)
 		sh.mu.Unlock()
 	}

@@ -129,8 +129,9 @@ func (tw *TimingWheel) AfterFunc(d time.Duration, f func()) *Timer {
 	}
 	t := &Timer{}
 	t.t.h = HandlerFunc(f)
-	t.t.sh.Store(tw.local())
-	t.t.armNew(tw.deadline(d))
+	sh := tw.local()
+	t.t.sh.Store(sh)
+	t.t.armNew(sh, tw.deadline(d))
 	return t
 }
 
@@ -213,9 +214,8 @@ func (t *timer) arm(when instant) (pending bool) {
 }
 
 // armNew arms a timer that nobody else can reach yet (AfterFunc's, a
-// recurrence's, a context's) on the shard it was placed on.
-func (t *timer) armNew(when instant) {
-	sh := t.sh.Load()
+// recurrence's) on sh, the shard it was placed on.
+func (t *timer) armNew(sh *shard, when instant) {
 	sh.mu.Lock()
 	t.schedule(sh, when)
 }
