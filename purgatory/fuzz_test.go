@@ -13,10 +13,10 @@ import (
 // FuzzPurgatory runs random sequences of add, completion event, check (also
 // one whose walk checks a key from inside a TryComplete: a second walk of the
 // same key, or of another, while the first is under way), force,
-// cancel, the passing of time and panics injected into the callbacks on a
+// cancel, force a whole key, the passing of time and panics injected into the callbacks on a
 // purgatory in fake time, and on a model of plain structs, and requires the
 // same outcome for every operation, the same counts from CheckAndComplete and
-// CancelForKey (when no panic cut them short), the same panics and the same
+// CancelForKey and ForceCompleteForKey (when no panic cut them short), the same panics and the same
 // Stats. At the end every key must still be free and, after Close, the books
 // must balance with nothing delayed or watched.
 func FuzzPurgatory(f *testing.F) {
@@ -26,6 +26,8 @@ func FuzzPurgatory(f *testing.F) {
 	f.Add([]byte{6, 0, 0, 0, 0, 0x11, 6, 1, 1, 0, 1, 0x12, 1, 1, 0, 2, 1, 0, 6, 2, 2, 0, 2, 0x14, 5, 7, 0})
 	// Checks from inside a walk: of the same key, then of another.
 	f.Add([]byte{0, 0, 0, 0, 1, 0, 1, 1, 0, 2, 0, 128, 0, 2, 0, 0, 5, 1, 1, 2, 0, 1, 5, 0, 2, 0, 129})
+	// A whole key forced, with a panic armed in one OnComplete.
+	f.Add([]byte{0, 0, 0x11, 0, 4, 0x13, 6, 4, 1, 4, 0, 1, 4, 0, 1, 2, 0, 0})
 	f.Fuzz(func(t *testing.T, prog []byte) {
 		synctest.Test(t, func(t *testing.T) {
 			runModel(t, prog)
@@ -179,7 +181,20 @@ func runModel(t *testing.T, prog []byte) {
 			} else if !panicked && got != wantWon {
 				t.Fatalf("step %d: ForceComplete(%d) = %v, model %v", pc/3, id, got, wantWon)
 			}
-		case 4: // CancelForKey
+		case 4: // CancelForKey, or (b odd) ForceCompleteForKey
+			if b%2 == 1 {
+				wantN, wantPanic := len(watching(key)), false
+				for _, i := range watching(key) {
+					wantPanic = end(&model[i], purgatory.Forced) || wantPanic
+				}
+				var got int
+				if panicked := call(func() { got = p.ForceCompleteForKey(key) }); panicked != wantPanic {
+					t.Fatalf("step %d: ForceCompleteForKey(%d) panicked %v, model %v", pc/3, key, panicked, wantPanic)
+				} else if !panicked && got != wantN {
+					t.Fatalf("step %d: ForceCompleteForKey(%d) = %d, model %d", pc/3, key, got, wantN)
+				}
+				break
+			}
 			wantIDs := watching(key)
 			for _, i := range wantIDs {
 				end(&model[i], purgatory.Cancelled)

@@ -30,6 +30,7 @@ type Purgatory[K comparable] struct {
 	watchers    shards[K]
 	core        core // settings and counters, which each operation reaches too
 	closed      atomic.Bool
+	swept       chan struct{} // closed when Close's sweep has ended every operation
 }
 
 // New returns a Purgatory named name: the metrics package labels its series
@@ -63,7 +64,7 @@ func New[K comparable](name string, opts ...Option) (*Purgatory[K], error) {
 	case c.wheelSet && c.wheel == nil:
 		return nil, fmt.Errorf("%w: WithTimingWheel(nil); pass a wheel made with timingwheel.New, or leave the option out", ErrInvalidOption)
 	}
-	p := &Purgatory[K]{name: name, tw: c.wheel}
+	p := &Purgatory[K]{name: name, tw: c.wheel, swept: make(chan struct{})}
 	p.core.counters = newCounters()
 	p.core.settings = settings{observer: c.observer, epoch: time.Now(), onPanic: c.onPanic, maxDelayed: c.maxDelayed}
 	p.watchers = newShards[K](c.shards, &p.core.counters, mayPanicToHash(reflect.TypeFor[K]()))
@@ -257,6 +258,30 @@ func (p *Purgatory[K]) CancelForKey(key K) []Operation {
 	return cancelled
 }
 
+// ForceCompleteForKey ends every operation watched under key with Outcome
+// Forced, running each one's OnComplete on the calling goroutine ("flush this
+// tenant": answer everything waiting on it now), and returns how many this
+// call ended. It is ForceComplete for each operation under key: an operation
+// that another path ends meanwhile (a walk of the key trying it, its timeout,
+// Close) ends once, by whichever path wins, and does not count here. The
+// operations leave their other keys' watch lists and stop their timeouts, and
+// are counted under Forced in Stats and the metrics. The key's list is taken
+// whole first, as CancelForKey takes it, so a CheckAndComplete of the key
+// running at the same time finishes its own pass and then finds the key
+// empty.
+//
+// OnComplete runs inside this call: one that blocks holds up the rest (see
+// [StuckAfter]). If a callback panics (OnComplete or the Observer), the
+// remaining operations are still ended before the panic continues.
+func (p *Purgatory[K]) ForceCompleteForKey(key K) int {
+	p.mustBeNew()
+	p.watchers.checkKey(key)
+	w := walk{ops: p.watchers.take(key), outcome: Forced}
+	defer w.finish()
+	w.run()
+	return w.won
+}
+
 // touch brings each operation's cache lines in before the tries. Each try's
 // first read of an operation is a cache miss, and a try is long enough that
 // the CPU never has two of those in flight; a loop this short overlaps them
@@ -384,9 +409,13 @@ func (p *Purgatory[K]) Stats() Stats { return p.core.counters.snapshot() }
 // ended either by Close or by TryCompleteElseWatch itself. A panic in a
 // callback during the sweep is recovered and reported (WithPanicHandler, or
 // the log) and the sweep goes on, so Close always ends everything and stops
-// its wheel. Close is idempotent: later calls return at once. Afterwards
-// TryCompleteElseWatch ends its operation at once, CheckAndComplete returns 0
-// and CancelForKey still cancels.
+// its wheel. Close is idempotent: later calls return at once, even while the
+// first one's sweep runs. Afterwards TryCompleteElseWatch ends its operation
+// at once, CheckAndComplete returns 0 and CancelForKey still cancels.
+//
+// Close is synchronous: an OnComplete that blocks holds it up (the log names
+// the operation once it has run longer than [StuckAfter]). To bound the wait,
+// call Shutdown with a context instead.
 //
 // Close does not wait for callbacks that a timeout or a context started just
 // before it (they find their operations ended, or end them themselves): use
@@ -398,6 +427,7 @@ func (p *Purgatory[K]) Close() {
 	if p.closed.Swap(true) {
 		return
 	}
+	defer close(p.swept)
 	p.core.room.wakeAll() // Admit returns once closed
 	p.detachWheel()
 	p.watchers.each(func(ops []entry) {
@@ -410,20 +440,37 @@ func (p *Purgatory[K]) Close() {
 	}
 }
 
-// Shutdown closes the purgatory as Close does, then waits, until ctx is done,
-// for the callbacks that its timeouts and contexts had started (OnComplete,
-// OnExpiration) to return and, if the purgatory made its own wheel, for that
-// wheel's Shutdown (http.Server.Shutdown's convention). It returns ctx's error
-// if ctx was done first. Later calls wait the same way.
+// Shutdown closes the purgatory as Close does and waits, until ctx is done,
+// for Close's sweep, for the callbacks that its timeouts and contexts had
+// started (OnComplete, OnExpiration) to return and, if the purgatory made its
+// own wheel, for that wheel's Shutdown (http.Server.Shutdown's convention). It
+// returns ctx's error if ctx was done first, whatever the callbacks do: the
+// sweep runs on a goroutine of its own, so a blocking OnComplete holds up the
+// sweep but not the caller, and the operations behind it still end, exactly
+// once, when it returns. Later calls wait the same way.
+//
+// Shutdown does not wait for callbacks that run inside the caller's own calls
+// (CheckAndComplete, TryCompleteElseWatch, ForceComplete, ForceCompleteForKey
+// on other goroutines): those goroutines are the caller's to wait for, as the
+// handlers' connections are http.Server's.
 //
 // Do not call Shutdown from an operation's callback: it would wait for
 // itself. Called from one that it counts (OnComplete or OnExpiration run by a
-// timeout or a context), it closes the purgatory, waits for nothing, and
-// returns [ErrShutdownInCallback]. Call Close there.
+// timeout, a context or Close's sweep), it closes the purgatory, waits for
+// nothing, and returns [ErrShutdownInCallback]. Call Close there.
 func (p *Purgatory[K]) Shutdown(ctx context.Context) error {
-	p.Close()
+	p.mustBeNew()
 	if inCallback.OnStack() {
+		p.Close()
 		return ErrShutdownInCallback
+	}
+	if !p.closed.Load() {
+		go p.Close() // a later call, or one that lost the race, returns at once
+	}
+	select {
+	case <-p.swept:
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 	if err := p.core.counters.inflight.Wait(ctx); err != nil {
 		return err
@@ -438,4 +485,4 @@ func (p *Purgatory[K]) Shutdown(ctx context.Context) error {
 
 // inCallback names the frames under which the callbacks that Shutdown waits
 // for run.
-var inCallback = inflight.FramesOf((*Op).expire, (*Op).contextDone)
+var inCallback = inflight.FramesOf((*Op).expire, (*Op).contextDone, (*core).closeRecovering)

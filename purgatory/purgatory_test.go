@@ -451,3 +451,64 @@ func TestStatsEnded(t *testing.T) {
 		require.Equal(t, want, s.Ended(o), "Ended(%v)", o)
 	}
 }
+
+// ForceCompleteForKey ends every operation under the key through OnComplete
+// with Outcome Forced, counted as Forced; operations under other keys only
+// are untouched, and one watched under both leaves the other key's list.
+func TestForceCompleteForKey(t *testing.T) {
+	p := newPurgatory(t)
+	a, b, both, other := testkit.NewOp(time.Hour), testkit.NewOp(time.Hour), testkit.NewOp(time.Hour), testkit.NewOp(time.Hour)
+	require.False(t, p.TryCompleteElseWatch(a, "tenant"))
+	require.False(t, p.TryCompleteElseWatch(b, "tenant"))
+	require.False(t, p.TryCompleteElseWatch(both, "tenant", "x"))
+	require.False(t, p.TryCompleteElseWatch(other, "x"))
+	require.True(t, purgatory.ForceComplete(b), "one ended before the flush does not count in it")
+
+	require.Equal(t, 2, p.ForceCompleteForKey("tenant"))
+	for _, op := range []*testkit.Op{a, b, both} {
+		require.EqualValues(t, 1, op.Completed.Load())
+		require.Equal(t, purgatory.Forced, op.Seen)
+	}
+	require.Zero(t, other.Completed.Load())
+	require.Equal(t, 1, p.Watched(), "only other, under x")
+	s := p.Stats()
+	require.EqualValues(t, 3, s.Forced)
+	require.Equal(t, 1, s.Delayed)
+	require.Zero(t, p.ForceCompleteForKey("tenant"), "nothing left under it")
+	require.Zero(t, p.ForceCompleteForKey("nobody"))
+}
+
+// A flush racing walks, adds and forces of the same key ends every operation
+// exactly once (run with -race).
+func TestForceCompleteForKeyRacesWalks(t *testing.T) {
+	p := newPurgatory(t)
+	const n = 2000
+	ops := make([]*testkit.Op, n)
+	var wg sync.WaitGroup
+	var flushed, checked atomic.Int64
+	for g := range 4 {
+		wg.Go(func() {
+			for i := g; i < n; i += 4 {
+				op := testkit.NewOp(time.Hour)
+				op.Ready.Store(i%3 == 0)
+				ops[i] = op
+				p.TryCompleteElseWatch(op, "k")
+				switch i % 4 {
+				case 0:
+					checked.Add(int64(p.CheckAndComplete("k")))
+				case 1:
+					flushed.Add(int64(p.ForceCompleteForKey("k")))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	flushed.Add(int64(p.ForceCompleteForKey("k")))
+	s := testkit.Tally(t, ops)
+	require.EqualValues(t, s.Forced, flushed.Load())
+	got := p.Stats()
+	require.Equal(t, s.Forced, got.Forced)
+	require.Equal(t, s.Completed, got.Completed)
+	require.Zero(t, got.Delayed)
+	require.EqualValues(t, n, s.Completed+s.Forced)
+}
