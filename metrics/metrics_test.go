@@ -343,3 +343,49 @@ timingwheel_lateness_seconds_count{wheel="manual"} 1
 `), "timingwheel_lateness_seconds"))
 	})
 }
+
+// The executor's gauges and the start lateness, inline: two callbacks due at
+// 1 ms, the first taking 0.5 s, start 0 s and 0.5 s late; at 1 s one blocks,
+// and the one due with it waits; looked at 3 s, one is busy and one queued
+// 2 s past its deadline. The three that started did so 0, 0.5 and 0 s late.
+func TestExecutorGaugesAndStartLateness(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		obs := metrics.NewTimingWheelObserver([]float64{0.001, 1})
+		tw, err := timingwheel.New(timingwheel.WithObserver(obs), timingwheel.WithExecutor(timingwheel.InlineExecutor()))
+		require.NoError(t, err)
+		defer tw.Stop()
+		release := make(chan struct{})
+		tw.AfterFunc(time.Millisecond, func() { time.Sleep(500 * time.Millisecond) })
+		tw.AfterFunc(time.Millisecond, func() {})
+		tw.AfterFunc(time.Second, func() { <-release })
+		tw.AfterFunc(time.Second, func() {})
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		c := metrics.NewTimingWheelCollector(tw, "inline", metrics.WithLatenessHistogram(obs))
+		require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(`
+# HELP timingwheel_busy_callbacks Callbacks running now.
+# TYPE timingwheel_busy_callbacks gauge
+timingwheel_busy_callbacks{wheel="inline"} 1
+# HELP timingwheel_queued_callbacks Callbacks handed to the executor and not yet started.
+# TYPE timingwheel_queued_callbacks gauge
+timingwheel_queued_callbacks{wheel="inline"} 1
+# HELP timingwheel_oldest_queued_seconds How long past its deadline the next queued callback is; 0 if none is queued.
+# TYPE timingwheel_oldest_queued_seconds gauge
+timingwheel_oldest_queued_seconds{wheel="inline"} 2
+# HELP timingwheel_start_lateness_seconds How long after its deadline each timer's callback started to run.
+# TYPE timingwheel_start_lateness_seconds histogram
+timingwheel_start_lateness_seconds_bucket{wheel="inline",le="0.001"} 2
+timingwheel_start_lateness_seconds_bucket{wheel="inline",le="1"} 3
+timingwheel_start_lateness_seconds_bucket{wheel="inline",le="+Inf"} 3
+timingwheel_start_lateness_seconds_sum{wheel="inline"} 0.5
+timingwheel_start_lateness_seconds_count{wheel="inline"} 3
+`), "timingwheel_busy_callbacks", "timingwheel_queued_callbacks", "timingwheel_oldest_queued_seconds", "timingwheel_start_lateness_seconds"))
+		close(release)
+		synctest.Wait()
+		require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(`
+# HELP timingwheel_queued_callbacks Callbacks handed to the executor and not yet started.
+# TYPE timingwheel_queued_callbacks gauge
+timingwheel_queued_callbacks{wheel="inline"} 0
+`), "timingwheel_queued_callbacks"))
+	})
+}

@@ -2,6 +2,7 @@ package purgatory
 
 import (
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/purgatory-go/purgatory/timingwheel"
@@ -23,6 +24,8 @@ type config struct {
 	onPanic    func(recovered any)
 	observer   Observer
 	maxDelayed int
+	logger     *slog.Logger
+	loggerSet  bool
 }
 
 // An Observer is told facts per operation that a [Stats] snapshot cannot give.
@@ -60,8 +63,8 @@ func WithShards(n int) Option { return func(c *config) { c.shards = n } }
 // owns: a timeout on the wheel, a context's AfterFunc, Close's sweep. It runs
 // on that goroutine inside the deferred recovery, so runtime/debug.Stack still
 // shows where the callback panicked; a panic in the handler itself is logged.
-// Without a handler, each such panic is logged once with its stack through the
-// standard log package. Either way the panic is counted in Stats.Panics, and
+// Without a handler, each such panic is logged once with its stack, at level
+// Error, to the purgatory's logger ([WithLogger]). Either way the panic is counted in Stats.Panics, and
 // the operation has ended. Panics on the caller's own goroutine
 // (TryCompleteElseWatch, CheckAndComplete, CancelForKey, ForceComplete) are
 // not recovered: they reach the caller.
@@ -83,3 +86,10 @@ func WithPanicHandler(h func(recovered any)) Option {
 // it, so it can be exceeded by as many as add concurrently. To wait for room
 // rather than shed, call [Purgatory.Admit] before each add.
 func WithMaxDelayed(n int) Option { return func(c *config) { c.maxDelayed = n } }
+
+// WithLogger sets the logger the purgatory writes its few log lines to: a
+// recovered panic without a panic handler, and a callback that has run longer
+// than [StuckAfter]. A wheel the purgatory makes for itself logs there too.
+// Without it they go to slog.Default(), read at each line. A nil l is an
+// error.
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger, c.loggerSet = l, true } }

@@ -8,7 +8,8 @@ import "github.com/purgatory-go/purgatory/internal/recovery"
 // owns (a timeout on the wheel, a context's AfterFunc, Close's sweep) there is
 // no caller to give it to: it is recovered, counted in Stats.Panics and passed
 // to the WithPanicHandler function or, with none, logged once with its stack
-// through the standard log package, as net/http does for a handler's panic.
+// to the purgatory's logger (WithLogger; slog.Default()), as net/http logs a
+// handler's panic.
 
 // recoverPanic is deferred around user code on the library's goroutines.
 func (c *core) recoverPanic(where string) {
@@ -28,5 +29,5 @@ func (c *core) closeRecovering(o *Op) {
 // the callback panicked.
 func (c *core) report(where string, r any) {
 	c.counters.panics.Add(1)
-	recovery.Report("purgatory", where, r, c.settings.onPanic)
+	recovery.Report(recovery.Logger(c.settings.logger), "purgatory", where, r, c.settings.onPanic)
 }

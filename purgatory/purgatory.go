@@ -61,15 +61,21 @@ func New[K comparable](name string, opts ...Option) (*Purgatory[K], error) {
 		return nil, fmt.Errorf("%w: %d shards; need at least 1", ErrInvalidOption, c.shards)
 	case c.maxDelayed < 0:
 		return nil, fmt.Errorf("%w: WithMaxDelayed(%d); pass a positive bound, or leave the option out for none", ErrInvalidOption, c.maxDelayed)
+	case c.loggerSet && c.logger == nil:
+		return nil, fmt.Errorf("%w: WithLogger(nil); pass a *slog.Logger, or leave the option out for slog.Default()", ErrInvalidOption)
 	case c.wheelSet && c.wheel == nil:
 		return nil, fmt.Errorf("%w: WithTimingWheel(nil); pass a wheel made with timingwheel.New, or leave the option out", ErrInvalidOption)
 	}
 	p := &Purgatory[K]{name: name, tw: c.wheel, swept: make(chan struct{})}
 	p.core.counters = newCounters()
-	p.core.settings = settings{observer: c.observer, epoch: time.Now(), onPanic: c.onPanic, maxDelayed: c.maxDelayed}
+	p.core.settings = settings{observer: c.observer, epoch: time.Now(), onPanic: c.onPanic, maxDelayed: c.maxDelayed, logger: c.logger}
 	p.watchers = newShards[K](c.shards, &p.core.counters, mayPanicToHash(reflect.TypeFor[K]()))
 	if p.tw == nil {
-		tw, err := timingwheel.New()
+		var opts []timingwheel.Option
+		if c.logger != nil {
+			opts = append(opts, timingwheel.WithLogger(c.logger))
+		}
+		tw, err := timingwheel.New(opts...)
 		if err != nil {
 			return nil, err
 		}

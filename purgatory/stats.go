@@ -1,6 +1,7 @@
 package purgatory
 
 import (
+	"log/slog"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -60,6 +61,7 @@ type settings struct {
 	epoch      time.Time           // Op.start is measured from here
 	onPanic    func(recovered any) // nil: recovered panics are logged
 	maxDelayed int                 // 0: no bound; see WithMaxDelayed
+	logger     *slog.Logger        // nil: slog.Default(), at each line
 }
 
 // counters are the purgatory's atomic counters, striped by P (the runtime's

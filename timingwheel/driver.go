@@ -29,16 +29,16 @@ func (tw *TimingWheel) drive() {
 	defer close(tw.done)
 	sleep := time.NewTimer(time.Hour)
 	sleep.Stop()
-	var due []*timer
-	var late []time.Duration
+	var due []job
 	for {
 		var wait time.Duration
 		var ok bool
-		due, late, wait, ok = tw.advance(due[:0], late[:0])
+		var now instant
+		due, now, wait, ok = tw.advance(due[:0])
 		if !ok {
 			return // stopped
 		}
-		tw.hand(due, late)
+		tw.hand(due, now)
 		if len(due) > 0 {
 			clear(due) // drop the references until the next batch
 			continue   // look again: time passed while handing them over
@@ -60,36 +60,31 @@ func (tw *TimingWheel) drive() {
 }
 
 // advance polls every shard that is due at the current time, appending what
-// is due (and, with an observer, how late each is) and returning how long to
-// wait before the next poll: forever for "until woken". ok is false once the
-// wheel is stopped.
-func (tw *TimingWheel) advance(due []*timer, late []time.Duration) ([]*timer, []time.Duration, time.Duration, bool) {
+// is due, and returns the time it polled at and how long to wait before the
+// next poll: forever for "until woken". ok is false once the wheel is
+// stopped.
+func (tw *TimingWheel) advance(due []job) (_ []job, now instant, wait time.Duration, ok bool) {
 	if tw.stopped() {
-		return due, late, 0, false
+		return due, 0, 0, false
 	}
 	// A token sent before this look is stale: the look sees its timer.
 	select {
 	case <-tw.wake:
 	default:
 	}
-	now := tw.now()
+	now = tw.now()
 	due = tw.poll(now, due)
-	if tw.observer != nil {
-		for _, t := range due {
-			late = append(late, time.Duration(now-t.when)) // due: t.when <= now
-		}
-	}
 	next := tw.nextLook()
 	if next == never {
-		return due, late, forever, true
+		return due, now, forever, true
 	}
-	return due, late, next.until(now), true
+	return due, now, next.until(now), true
 }
 
 // poll takes what is due at now out of every shard whose next has come. With
 // the inline executor, timers from several shards are put in deadline order,
 // as one wheel would hand them.
-func (tw *TimingWheel) poll(now instant, due []*timer) []*timer {
+func (tw *TimingWheel) poll(now instant, due []job) []job {
 	from := 0 // shards that gave timers
 	for i := range tw.shards {
 		sh := &tw.shards[i]
@@ -102,7 +97,7 @@ func (tw *TimingWheel) poll(now instant, due []*timer) []*timer {
 		}
 	}
 	if from > 1 && tw.inline {
-		slices.SortStableFunc(due, func(a, b *timer) int { return cmp.Compare(a.when, b.when) })
+		slices.SortStableFunc(due, func(a, b job) int { return cmp.Compare(a.when, b.when) })
 	}
 	return due
 }
@@ -132,18 +127,24 @@ func (tw *TimingWheel) earliest() instant {
 	return at
 }
 
-// hand tells the observer how late the due timers are and hands them to the
-// executor, outside the lock.
-func (tw *TimingWheel) hand(due []*timer, late []time.Duration) {
+// hand tells the observer how late the due timers are at now, when they were
+// taken out of the wheel, and hands them to the executor, outside the lock.
+func (tw *TimingWheel) hand(due []job, now instant) {
 	if len(due) == 0 {
 		return
 	}
-	if len(late) > 0 {
-		tw.observe(late)
+	if tw.observer != nil {
+		tw.observe(due, now)
 	}
 	tw.fired.Add(int64(len(due)))
 	tw.inflight.Add(len(due))
+	if tw.inline {
+		tw.watch() // before: the batch runs inside execute
+		tw.exec.execute(due)
+		return
+	}
 	tw.exec.execute(due)
+	tw.watch() // after: a watchdog that finds the pool idle has gone, or sees the batch
 }
 
 // AdvanceClock drives a wheel made [WithManualClock] from the caller's own
@@ -157,12 +158,12 @@ func (tw *TimingWheel) AdvanceClock(timeout time.Duration) bool {
 	var deadline instant
 	var sleep *time.Timer
 	for {
-		due, late, wait, ok := tw.advanceManual()
+		due, now, wait, ok := tw.advanceManual()
 		if !ok {
 			return false
 		}
 		if len(due) > 0 {
-			tw.hand(due, late)
+			tw.hand(due, now)
 			return true
 		}
 		if deadline == 0 {
@@ -188,9 +189,9 @@ func (tw *TimingWheel) AdvanceClock(timeout time.Duration) bool {
 	}
 }
 
-func (tw *TimingWheel) advanceManual() ([]*timer, []time.Duration, time.Duration, bool) {
+func (tw *TimingWheel) advanceManual() ([]job, instant, time.Duration, bool) {
 	if state(tw.state.Load()) == running {
 		panic("timingwheel: AdvanceClock called on a running TimingWheel; make it WithManualClock to drive it yourself")
 	}
-	return tw.advance(nil, nil)
+	return tw.advance(nil)
 }

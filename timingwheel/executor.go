@@ -2,6 +2,7 @@ package timingwheel
 
 import (
 	"sync"
+	"sync/atomic"
 )
 
 // DefaultMaxWorkers is the default executor's bound on goroutines that run
@@ -45,16 +46,66 @@ func PoolExecutor(maxWorkers int) Executor { return Executor{kind: poolKind, wor
 // timers. (Shutdown waits for them through the wheel's inflight count, so the
 // executor need not know which goroutines run them.)
 type executor interface {
-	// execute runs or queues every timer in due; it keeps no reference to due.
-	execute(due []*timer)
+	// execute runs or queues every job in due; it keeps no reference to due.
+	execute(due []job)
+	// load reports the callbacks running and queued, for Stats and the
+	// watchdog, and with named the handlers of those running.
+	load(named bool) load
 }
 
-type inline struct{ run func(*timer) }
+// A job is a due timer with the deadline it had when it was taken out of its
+// shard, read under the shard's lock: a Reset of a handed timer may change
+// t.when before the callback runs.
+type job struct {
+	t    *timer
+	when instant
+}
 
-func (x inline) execute(due []*timer) {
-	for _, t := range due {
-		x.run(t)
+// load is what an executor is doing at one moment.
+type load struct {
+	busy     int       // callbacks running
+	capacity int       // callbacks that may run at once: 1, or the pool's bound
+	queued   int       // callbacks handed over and not yet started
+	head     instant   // the deadline of the first queued one, if any
+	finished int64     // callbacks that have returned, ever: progress
+	running  []Handler // the callbacks running, when asked for
+}
+
+// inline runs each batch on the goroutine that hands it over. Its counts are
+// atomics written by that one goroutine and read by Stats and the watchdog.
+type inline struct {
+	run      func(job)
+	queued   atomic.Int64 // of the batch being run, those not yet started
+	head     atomic.Int64 // the deadline of the next one to start
+	busy     atomic.Int32 // 1 while a callback runs
+	finished atomic.Int64
+	current  atomic.Pointer[timer] // the timer whose callback runs, or ran last
+}
+
+func (x *inline) execute(due []job) {
+	x.queued.Store(int64(len(due)))
+	for i, j := range due {
+		if i+1 < len(due) {
+			x.head.Store(int64(due[i+1].when))
+		}
+		x.queued.Add(-1)
+		x.current.Store(j.t)
+		x.busy.Store(1)
+		x.run(j)
+		x.busy.Store(0)
+		x.finished.Add(1)
 	}
+}
+
+func (x *inline) load(named bool) load {
+	l := load{capacity: 1, busy: int(x.busy.Load()), queued: int(x.queued.Load()), finished: x.finished.Load()}
+	if l.queued > 0 {
+		l.head = instant(x.head.Load())
+	}
+	if t := x.current.Load(); named && l.busy > 0 && t != nil {
+		l.running = append(l.running, t.h) // h is immutable once set
+	}
+	return l
 }
 
 // maxIdleQueue is the largest queue capacity a drained pool keeps.
@@ -68,21 +119,32 @@ const maxIdleQueue = 4096
 // run, while the bound allows; and a burst of short callbacks, which workers
 // take faster than goroutines start, starts few workers.
 type pool struct {
-	run func(*timer)
+	run func(job)
 	max int
 
-	mu      sync.Mutex // guards everything below
-	queue   []*timer
-	head    int // queue[head:] is waiting to run
-	workers int // started and not yet exited
-	spare   int // workers not inside a callback
+	mu       sync.Mutex // guards everything below
+	queue    []job
+	head     int       // queue[head:] is waiting to run
+	workers  int       // started and not yet exited
+	spare    int       // workers not inside a callback
+	finished int64     // callbacks that have returned
+	slots    []*worker // one per worker, in no order
 }
 
-func newPool(maxWorkers int, run func(*timer)) *pool {
+// worker is what the watchdog sees of a pool worker: the job it runs. A
+// worker lists itself in slots once, when it starts, so that naming what runs
+// costs a callback two stores under mu and no more.
+type worker struct {
+	j    job
+	busy bool
+	i    int // its index in slots
+}
+
+func newPool(maxWorkers int, run func(job)) *pool {
 	return &pool{run: run, max: maxWorkers}
 }
 
-func (p *pool) execute(due []*timer) {
+func (p *pool) execute(due []job) {
 	if len(due) == 0 {
 		return
 	}
@@ -114,10 +176,13 @@ func (p *pool) needSpare() bool {
 }
 
 func (p *pool) work() {
+	w := &worker{}
 	p.mu.Lock()
+	w.i = len(p.slots)
+	p.slots = append(p.slots, w)
 	for p.head < len(p.queue) {
-		t := p.queue[p.head]
-		p.queue[p.head] = nil
+		w.j, w.busy = p.queue[p.head], true
+		p.queue[p.head] = job{}
 		p.head++
 		p.spare--
 		start := p.needSpare()
@@ -125,10 +190,16 @@ func (p *pool) work() {
 		if start {
 			go p.work()
 		}
-		p.run(t)
+		p.run(w.j)
 		p.mu.Lock()
+		w.j, w.busy = job{}, false
 		p.spare++
+		p.finished++
 	}
+	last := p.slots[len(p.slots)-1]
+	last.i, p.slots[w.i] = w.i, last
+	p.slots[len(p.slots)-1] = nil
+	p.slots = p.slots[:len(p.slots)-1]
 	p.queue, p.head = p.queue[:0], 0
 	if cap(p.queue) > maxIdleQueue {
 		p.queue = nil // let a burst's backing array go
@@ -136,4 +207,21 @@ func (p *pool) work() {
 	p.workers--
 	p.spare--
 	p.mu.Unlock()
+}
+
+func (p *pool) load(named bool) load {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l := load{busy: p.workers - p.spare, capacity: p.max, queued: len(p.queue) - p.head, finished: p.finished}
+	if l.queued > 0 {
+		l.head = p.queue[p.head].when
+	}
+	if named {
+		for _, w := range p.slots {
+			if w.busy {
+				l.running = append(l.running, w.j.t.h)
+			}
+		}
+	}
+	return l
 }

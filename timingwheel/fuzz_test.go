@@ -49,7 +49,7 @@ func FuzzWheel(f *testing.F) {
 				now += arg * tick / 5
 				var got, want []int
 				for _, tm := range w.poll(instant(now), nil) {
-					got = append(got, index(tm))
+					got = append(got, index(tm.t))
 				}
 				for _, m := range pending {
 					if m.due <= now {

@@ -3,6 +3,7 @@ package timingwheel
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -34,13 +35,15 @@ const (
 type Option func(*config)
 
 type config struct {
-	manual   bool
-	tick     time.Duration
-	size     int
-	shards   int
-	exec     Executor
-	onPanic  func(recovered any)
-	observer Observer
+	manual    bool
+	tick      time.Duration
+	size      int
+	shards    int
+	exec      Executor
+	onPanic   func(recovered any)
+	observer  Observer
+	logger    *slog.Logger
+	loggerSet bool
 }
 
 // WithManualClock makes New return a wheel without a driver goroutine, which
@@ -79,8 +82,8 @@ func WithExecutor(e Executor) Option { return func(c *config) { c.exec = e } }
 // recovered from a callback. It runs on the goroutine that ran the callback,
 // inside the deferred recovery, so runtime/debug.Stack still shows where the
 // callback panicked. Without a handler, each panic is logged once with its
-// stack through the standard log package (as net/http does for a handler's
-// panic). Either way it is counted in [Stats].Panics. A panic in the handler
+// stack, at level Error, to the wheel's logger (see [WithLogger]), as
+// net/http logs a handler's panic. Either way it is counted in [Stats].Panics. A panic in the handler
 // itself is logged, and never kills the goroutine that runs other timers. A
 // panicking [Observer] is reported the same way.
 func WithPanicHandler(h func(recovered any)) Option { return func(c *config) { c.onPanic = h } }
@@ -95,9 +98,35 @@ type Observer interface {
 	TimerFired(lateness time.Duration)
 }
 
-// WithObserver sets an Observer. Without one, the wheel reads no extra clock
-// and does no extra work per timer.
+// A StartObserver is an [Observer] that is also told when each callback
+// starts. Give one to WithObserver: the wheel finds the method by a type
+// assertion, once, in New, so an Observer without it works as before.
+type StartObserver interface {
+	Observer
+	// CallbackStarted reports how long after its deadline a timer's
+	// callback started to run: the wheel's lateness (TimerFired's) plus the
+	// time it waited for the executor, behind other callbacks. It is called
+	// on the goroutine about to run the callback, which then runs even if
+	// this panics, and must return quickly.
+	CallbackStarted(lateness time.Duration)
+}
+
+func startObserver(o Observer) StartObserver {
+	s, _ := o.(StartObserver)
+	return s
+}
+
+// WithObserver sets an Observer (which may be a [StartObserver]). Without
+// one, the wheel reads no extra clock and does no extra work per timer; a
+// StartObserver costs one clock read per callback.
 func WithObserver(o Observer) Option { return func(c *config) { c.observer = o } }
+
+// WithLogger sets the logger the wheel writes its few log lines to: a
+// recovered panic without a panic handler, the first timer refused by a
+// stopped wheel, and callbacks that hold up the executor (see [StuckAfter]).
+// Without it they go to slog.Default(), read at each line. A nil l is an
+// error.
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger, c.loggerSet = l, true } }
 
 func (c *config) validate() error {
 	switch {
@@ -107,6 +136,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: wheel size %d is outside [%d, %d]", ErrInvalidOption, c.size, MinWheelSize, MaxWheelSize)
 	case c.shards < 1 || c.shards > MaxShards:
 		return fmt.Errorf("%w: %d shards is outside [1, %d]", ErrInvalidOption, c.shards, MaxShards)
+	case c.loggerSet && c.logger == nil:
+		return fmt.Errorf("%w: WithLogger(nil); pass a *slog.Logger, or leave the option out for slog.Default()", ErrInvalidOption)
 	case c.exec.kind == unset:
 		return fmt.Errorf("%w: WithExecutor was given the zero Executor; make one with timingwheel.PoolExecutor(n) or timingwheel.InlineExecutor()", ErrInvalidOption)
 	case c.exec.kind == poolKind && c.exec.workers < 1:

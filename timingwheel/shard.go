@@ -88,7 +88,7 @@ func (sh *shard) schedule(t *timer) {
 
 // poll takes out of the shard what is due at now, appending it to due, and
 // publishes when the shard must next be polled.
-func (sh *shard) poll(now instant, due []*timer) []*timer {
+func (sh *shard) poll(now instant, due []job) []job {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if sh.tw.stopped() {

@@ -29,12 +29,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/purgatory-go/purgatory/internal/inflight"
+	"github.com/purgatory-go/purgatory/internal/recovery"
 )
 
 // ErrStopped is returned by Start and Err on a TimingWheel that has been
@@ -90,7 +91,10 @@ type TimingWheel struct {
 
 	onPanic  func(recovered any)
 	observer Observer
-	inline   bool // the executor is InlineExecutor: runs in deadline order across shards
+	starts   StartObserver // observer, if it is one; nil otherwise
+	logger   *slog.Logger  // nil: slog.Default(), at each line
+	watching atomic.Bool   // a watchdog goroutine runs (watchdog.go)
+	inline   bool          // the executor is InlineExecutor: runs in deadline order across shards
 
 	fired    atomic.Int64
 	panics   atomic.Int64
@@ -117,7 +121,9 @@ func New(opts ...Option) (*TimingWheel, error) {
 		shards:   make([]shard, c.shards),
 		start:    time.Now(),
 		onPanic:  c.onPanic,
+		logger:   c.logger,
 		observer: c.observer,
+		starts:   startObserver(c.observer),
 		inline:   c.exec.kind == inlineKind,
 		wake:     make(chan struct{}, 1),
 		quit:     make(chan struct{}),
@@ -130,7 +136,7 @@ func New(opts ...Option) (*TimingWheel, error) {
 	}
 	tw.sleepUntil.Store(int64(never))
 	if tw.inline {
-		tw.exec = inline{run: tw.run}
+		tw.exec = &inline{run: tw.run}
 	} else {
 		tw.exec = newPool(c.exec.workers, tw.run)
 	}
@@ -310,23 +316,38 @@ func (tw *TimingWheel) mustBeNew() {
 	}
 }
 
-// Stats is a snapshot of a TimingWheel's counters.
+// Stats is a snapshot of a TimingWheel's counters, and of what its executor
+// is doing: callbacks that block show here (Busy at the executor's bound, a
+// growing Queued and OldestQueued) before any timer is visibly late.
 type Stats struct {
 	Pending  int   // timers waiting to fire, as Len
 	Fired    int64 // timers whose time came and were handed to the executor
 	Panics   int64 // callbacks that panicked (recovered)
 	Rejected int64 // timers scheduled after Stop, which never run
+
+	Busy   int // callbacks running now: at most the pool's bound, or 1 inline
+	Queued int // callbacks handed to the executor and not yet started
+	// OldestQueued is how long past its deadline the first queued callback
+	// is (the one the executor starts next); 0 if none is queued.
+	OldestQueued time.Duration
 }
 
 // Stats returns the wheel's counters. It holds each shard's lock in turn only
-// to read Pending, as Len does.
+// to read Pending, as Len does, and the pool's lock to read Busy and Queued.
 func (tw *TimingWheel) Stats() Stats {
-	return Stats{
+	l := tw.exec.load(false)
+	s := Stats{
 		Pending:  tw.Len(),
 		Fired:    tw.fired.Load(),
 		Panics:   tw.panics.Load(),
 		Rejected: tw.rejected.Load(),
+		Busy:     l.busy,
+		Queued:   l.queued,
 	}
+	if l.queued > 0 {
+		s.OldestQueued = max(time.Duration(tw.now()-l.head), 0)
+	}
+	return s
 }
 
 // reject counts a timer refused because the wheel is stopped and marks it,
@@ -342,7 +363,7 @@ func (tw *TimingWheel) reject(t *timer) {
 // the log's writer is the user's.
 func (tw *TimingWheel) warn() {
 	if !tw.warned.Swap(true) {
-		log.Print("timingwheel: a timer was scheduled on a stopped wheel and will never run; " +
+		recovery.Logger(tw.logger).Warn("timingwheel: a timer was scheduled on a stopped wheel and will never run; " +
 			"Timer.Rejected tells which, Stats.Rejected and timingwheel_rejected_timers_total count them (logged once per wheel)")
 	}
 }

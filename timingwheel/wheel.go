@@ -146,11 +146,11 @@ func (w *wheel) stop(t *timer) bool {
 }
 
 // hand takes t, which is due, out of the count of pending timers and appends
-// it to due.
-func (w *wheel) hand(t *timer, due []*timer) []*timer {
+// it to due, with its deadline.
+func (w *wheel) hand(t *timer, due []job) []job {
 	t.state = handed
 	w.count--
-	return append(due, t)
+	return append(due, job{t, t.when})
 }
 
 // advanceClock moves every level's current time to the bucket holding tick.
@@ -167,7 +167,7 @@ func (w *wheel) advanceClock(tick int64) {
 // expire advances the clock to b's tick and flushes b: each timer moves to a
 // finer level or to near, or is appended to due if its deadline is at or
 // before now. It returns due.
-func (w *wheel) expire(b *slot, now instant, due []*timer) []*timer {
+func (w *wheel) expire(b *slot, now instant, due []job) []job {
 	if start := b.Expiration(); start != bucket.NoExpiration {
 		w.advanceClock(start)
 	}
@@ -183,7 +183,7 @@ func (w *wheel) expire(b *slot, now instant, due []*timer) []*timer {
 
 // poll expires every bucket whose tick has begun at now, then appends to due
 // every timer in near whose deadline is at or before now, and returns due.
-func (w *wheel) poll(now instant, due []*timer) []*timer {
+func (w *wheel) poll(now instant, due []job) []job {
 	tick := w.tickOf(now)
 	for {
 		b, ok := w.queue.Poll(tick)

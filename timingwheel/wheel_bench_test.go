@@ -57,7 +57,7 @@ func BenchmarkWheelSize(b *testing.B) {
 
 // drain drives w until every timer has been handed out, as the driver would.
 func drain(w *wheel) {
-	var due []*timer
+	var due []job
 	for {
 		next, ok := w.next() // the next bucket's tick, or the next exact deadline
 		if !ok {

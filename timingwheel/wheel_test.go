@@ -28,10 +28,11 @@ func runUntilEmpty(t *testing.T, w *wheel, now instant) map[*timer]instant {
 			return fired
 		}
 		now = max(now, next)
-		for _, tm := range w.poll(now, nil) {
-			_, twice := fired[tm]
+		for _, j := range w.poll(now, nil) {
+			require.Equal(t, j.t.when, j.when, "handed with its deadline")
+			_, twice := fired[j.t]
 			require.False(t, twice, "timer handed out twice")
-			fired[tm] = now
+			fired[j.t] = now
 		}
 	}
 }
@@ -62,9 +63,9 @@ func TestWheelAdd(t *testing.T) {
 	}
 	require.EqualValues(t, 4, w.count)
 
-	require.ElementsMatch(t, []*timer{expired, atNow}, w.poll(instant(10*time.Millisecond), nil))
+	require.ElementsMatch(t, []job{{expired, expired.when}, {atNow, atNow.when}}, w.poll(instant(10*time.Millisecond), nil))
 	require.Empty(t, w.poll(instant(10*time.Millisecond), nil))
-	require.Equal(t, []*timer{inTick}, w.poll(instant(10*time.Millisecond+1), nil), "not a nanosecond early")
+	require.Equal(t, []job{{inTick, inTick.when}}, w.poll(instant(10*time.Millisecond+1), nil), "not a nanosecond early")
 	next, ok := w.next()
 	require.True(t, ok)
 	require.Equal(t, instant(12*time.Millisecond), next, "then level 1's bucket")
