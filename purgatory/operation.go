@@ -271,14 +271,21 @@ func opOf(op Operation, caller string) (o *Op) {
 // before it panicked; the panic then continues once they have run.
 func (o *Op) complete(impl Operation, outcome Outcome) {
 	c := o.detach()
-	if c != nil {
-		c.counters.record(outcome)
-		c.ended()
-		if obs := c.settings.observer; obs != nil {
-			defer callbacks(impl, outcome)
-			obs.OperationEnded(outcome, time.Since(c.settings.epoch)-o.start)
-			return
+	if c == nil {
+		callbacks(impl, outcome)
+		return
+	}
+	c.counters.record(outcome)
+	c.ended()
+	if outcome != Cancelled { // no callback runs
+		if slot := c.enter(o); slot != nil {
+			defer slot.Store(nil)
 		}
+	}
+	if obs := c.settings.observer; obs != nil {
+		defer callbacks(impl, outcome)
+		obs.OperationEnded(outcome, time.Since(c.settings.epoch)-o.start)
+		return
 	}
 	callbacks(impl, outcome)
 }

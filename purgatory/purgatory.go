@@ -68,7 +68,8 @@ func New[K comparable](name string, opts ...Option) (*Purgatory[K], error) {
 	}
 	p := &Purgatory[K]{name: name, tw: c.wheel, swept: make(chan struct{})}
 	p.core.counters = newCounters()
-	p.core.settings = settings{observer: c.observer, epoch: time.Now(), onPanic: c.onPanic, maxDelayed: c.maxDelayed, logger: c.logger}
+	p.core.settings = settings{observer: c.observer, epoch: time.Now(), onPanic: c.onPanic, maxDelayed: c.maxDelayed, logger: c.logger, name: name}
+	p.core.dog = newWatchdog()
 	p.watchers = newShards[K](c.shards, &p.core.counters, mayPanicToHash(reflect.TypeFor[K]()))
 	if p.tw == nil {
 		var opts []timingwheel.Option

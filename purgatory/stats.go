@@ -52,7 +52,8 @@ func (s Stats) Ended(o Outcome) int64 {
 type core struct {
 	settings settings
 	counters counters
-	room     room // where Admit waits
+	room     room      // where Admit waits
+	dog      *watchdog // the callbacks running, sampled while any run
 }
 
 // settings are fixed by New and only read afterwards.
@@ -62,6 +63,7 @@ type settings struct {
 	onPanic    func(recovered any) // nil: recovered panics are logged
 	maxDelayed int                 // 0: no bound; see WithMaxDelayed
 	logger     *slog.Logger        // nil: slog.Default(), at each line
+	name       string              // the purgatory's, for its log lines
 }
 
 // counters are the purgatory's atomic counters, striped by P (the runtime's

@@ -71,39 +71,53 @@ type load struct {
 	running  []Handler // the callbacks running, when asked for
 }
 
-// inline runs each batch on the goroutine that hands it over. Its counts are
-// atomics written by that one goroutine and read by Stats and the watchdog.
+// inline runs each batch on the goroutine that hands it over. For Stats and
+// the watchdog it keeps a copy of the batch, written under mu once per batch,
+// and the position in it, one atomic store per callback: reading the batch
+// itself would race with the driver refilling it.
 type inline struct {
-	run      func(job)
-	queued   atomic.Int64 // of the batch being run, those not yet started
-	head     atomic.Int64 // the deadline of the next one to start
-	busy     atomic.Int32 // 1 while a callback runs
-	finished atomic.Int64
-	current  atomic.Pointer[timer] // the timer whose callback runs, or ran last
+	run func(job)
+	pos atomic.Int64 // 1 + the index in batch of the callback running; 0 between batches
+
+	mu       sync.Mutex // guards batch and finished
+	batch    []job
+	finished int64 // callbacks of earlier batches
 }
 
 func (x *inline) execute(due []job) {
-	x.queued.Store(int64(len(due)))
+	x.mu.Lock()
+	x.batch = append(x.batch[:0], due...)
+	x.mu.Unlock()
 	for i, j := range due {
-		if i+1 < len(due) {
-			x.head.Store(int64(due[i+1].when))
-		}
-		x.queued.Add(-1)
-		x.current.Store(j.t)
-		x.busy.Store(1)
+		x.pos.Store(int64(i + 1))
 		x.run(j)
-		x.busy.Store(0)
-		x.finished.Add(1)
 	}
+	x.pos.Store(0)
+	x.mu.Lock()
+	x.finished += int64(len(due))
+	clear(x.batch) // drop the references
+	x.batch = x.batch[:0]
+	if cap(x.batch) > maxIdleQueue {
+		x.batch = nil
+	}
+	x.mu.Unlock()
 }
 
 func (x *inline) load(named bool) load {
-	l := load{capacity: 1, busy: int(x.busy.Load()), queued: int(x.queued.Load()), finished: x.finished.Load()}
-	if l.queued > 0 {
-		l.head = instant(x.head.Load())
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	l := load{capacity: 1, finished: x.finished}
+	pos := int(x.pos.Load())
+	if pos == 0 || pos > len(x.batch) {
+		return l // between batches (pos is stored after the copy, and cleared before it is dropped)
 	}
-	if t := x.current.Load(); named && l.busy > 0 && t != nil {
-		l.running = append(l.running, t.h) // h is immutable once set
+	l.busy = 1
+	l.finished += int64(pos - 1) // the ones before it have returned
+	if l.queued = len(x.batch) - pos; l.queued > 0 {
+		l.head = x.batch[pos].when
+	}
+	if named {
+		l.running = append(l.running, x.batch[pos-1].t.h) // h is immutable once set
 	}
 	return l
 }
