@@ -30,7 +30,7 @@ type firedTimer struct {
 }
 
 // long reports whether the long suite was asked for with PURGATORY_LONG=1
-// (README, "Tests"): the default test command stays fast, and CI runs both.
+// (docs/design.md, "Tests"): the default test command stays fast, and CI runs both.
 func long() bool { return os.Getenv("PURGATORY_LONG") == "1" }
 
 // TestExactlyOnceUnderFire drives one timing wheel and one purgatory from 8

@@ -6,10 +6,10 @@
 // a wheel of their own; most programs want timingwheel instead. Its API may
 // still change before v1.0 (see CHANGELOG.md).
 //
-// The list is intrusive: an element embeds its own [Links], two pointers and
-// nothing else, so a Bucket costs its elements no allocation, no back pointer
-// and no payload pointer, and removing one is O(1) without knowing which
-// Bucket holds it. Add, Remove and Flush are O(1) per element and never
+// The list is intrusive: an element has a field of type [Links], two pointers
+// and nothing else, so a Bucket costs its elements no allocation, no back
+// pointer and no payload pointer, and removing one is O(1) without knowing
+// which Bucket holds it. Add, Remove and Flush are O(1) per element and never
 // allocate.
 //
 // Concurrency: nothing here is synchronized. The timing wheel calls every
@@ -25,13 +25,22 @@ import "iter"
 const NoExpiration int64 = -1
 
 // Links are an element's place in a Bucket. The zero Links are unlinked. An
-// element type E embeds them and returns them from its Links method, which
-// makes *E a [Node].
+// element type E holds them in a named field (links, say; not embedded, which
+// would clash with the method) and returns that field's address from its
+// method Links, which makes *E a [Node]:
+//
+//	type timer struct {
+//		links bucket.Links[timer]
+//		...
+//	}
+//
+//	func (t *timer) Links() *bucket.Links[timer] { return &t.links }
 type Links[E any] struct {
 	next, prev *E
 }
 
-// Node is a pointer to an element that embeds Links.
+// Node is a pointer to an element that holds Links and returns them from its
+// method Links.
 type Node[E any] interface {
 	*E
 	Links() *Links[E]

@@ -61,7 +61,7 @@ type purgatoryCollector struct {
 //	purgatory_watched_operations                  gauge    Kafka's PurgatorySize
 //	purgatory_delayed_operations                  gauge    Kafka's NumDelayedOperations
 //	purgatory_operations_added_total              counter
-//	purgatory_operations_total{outcome}           counter  completed, forced, expired, context_done, cancelled, closed
+//	purgatory_operations_total{outcome}           counter  one series per purgatory.Outcomes(): completed, forced, expired, context_done, cancelled, closed, shed
 //	purgatory_callback_panics_total               counter  panics recovered on the library's goroutines (Stats.Panics)
 //	purgatory_operation_duration_seconds{outcome} histogram (WithDurationHistogram)
 func NewPurgatoryCollector(p PurgatoryStats, opts ...PurgatoryOption) prometheus.Collector {

@@ -13,7 +13,11 @@ import (
 // then wait in the clients' connections, and one whose completion event
 // arrives meanwhile completes at once when it is added, without being parked.
 // Call Admit before reading the next request, and TryCompleteElseWatch after;
-// count the time Admit took against the request's timeout.
+// count the time Admit took against the request's timeout. (In net/http the
+// request has been read before its handler runs: there, shed instead and
+// answer 503 with Retry-After, or call Admit in a middleware as a queue in
+// front of the purgatory; the repository's docs/operations.md compares the
+// two.)
 //
 // Admit returns nil at once with no bound, or below it; ctx's error if ctx
 // is done first; and nil once the purgatory is closed (TryCompleteElseWatch

@@ -184,14 +184,14 @@ func TestShutdownAsHTTPServer(t *testing.T) {
 // channel closed when the client has its answer (or its error).
 func serveOnce(t *testing.T, work func()) (*http.Server, <-chan struct{}) {
 	t.Helper()
-	ln := newPipeListener()
+	ln := testkit.NewPipeListener()
 	running := make(chan struct{})
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		close(running)
 		work()
 	})}
 	go srv.Serve(ln)
-	client := &http.Client{Transport: &http.Transport{DialContext: ln.dial}}
+	client := &http.Client{Transport: &http.Transport{DialContext: ln.Dial}}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

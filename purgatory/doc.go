@@ -76,7 +76,19 @@
 //   - On a goroutine the library owns (a timeout, a context's AfterFunc,
 //     Close's sweep) the panic is recovered, counted in Stats.Panics, and
 //     passed to the WithPanicHandler function or, with none, logged once with
-//     its stack through the standard log package. Close always finishes.
+//     its stack to the purgatory's logger (WithLogger; slog.Default()). Close
+//     always finishes.
+//
+// # Callbacks that block
+//
+// OnComplete (and OnExpiration) must not block: each runs inside the call
+// that ended the operation and holds it up. CheckAndComplete,
+// TryCompleteElseWatch, ForceComplete and ForceCompleteForKey wait for the
+// callbacks they run; so does Close, while Shutdown runs Close's sweep on a
+// goroutine of its own and returns when its context ends; an expiry holds a
+// timing-wheel worker, and once every worker is held no timeout of the wheel
+// fires. A callback that has run longer than [StuckAfter] is logged, naming
+// the operation's type, its outcome and the call it holds up.
 //
 // # Memory and cost
 //

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/purgatory-go/purgatory/internal/testkit"
 	"github.com/purgatory-go/purgatory/purgatory"
 )
 
@@ -95,9 +96,9 @@ func TestLongPollShutdownOrder(t *testing.T) {
 				if registered {
 					srv.RegisterOnShutdown(polls.Close)
 				}
-				ln := newPipeListener()
+				ln := testkit.NewPipeListener()
 				go srv.Serve(ln)
-				client := &http.Client{Transport: &http.Transport{DialContext: ln.dial}}
+				client := &http.Client{Transport: &http.Transport{DialContext: ln.Dial}}
 				var answers sync.WaitGroup
 				for i := range 10 {
 					answers.Go(func() {
@@ -135,44 +136,3 @@ func TestLongPollShutdownOrder(t *testing.T) {
 		})
 	}
 }
-
-// pipeListener is a net.Listener whose connections are in-memory pipes, so
-// that an http.Server runs in a synctest bubble.
-type pipeListener struct {
-	conns  chan net.Conn
-	closed chan struct{}
-	once   sync.Once
-}
-
-func newPipeListener() *pipeListener {
-	return &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
-}
-
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.closed:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *pipeListener) Close() error   { l.once.Do(func() { close(l.closed) }); return nil }
-func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
-
-func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
-	server, client := net.Pipe()
-	select {
-	case l.conns <- server:
-		return client, nil
-	case <-l.closed:
-		return nil, net.ErrClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-type pipeAddr struct{}
-
-func (pipeAddr) Network() string { return "pipe" }
-func (pipeAddr) String() string  { return "pipe" }

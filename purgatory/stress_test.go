@@ -20,7 +20,7 @@ import (
 )
 
 // long reports whether the long suite was asked for with PURGATORY_LONG=1
-// (README, "Tests"): the default test command stays fast, and CI runs both.
+// (docs/design.md, "Tests"): the default test command stays fast, and CI runs both.
 func long() bool { return os.Getenv("PURGATORY_LONG") == "1" }
 
 // TestStress mixes every path that can end an operation, from 8 goroutines at

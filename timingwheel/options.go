@@ -21,13 +21,11 @@ const (
 // Defaults for the options.
 const (
 	DefaultTick = time.Millisecond
-	// DefaultWheelSize was chosen by BenchmarkWheelSize (wheel_bench_test.go).
-	// Scheduling and expiring timers with delays in [1 ms, 1 s) cost, per timer
-	// (one run, after deadlines became exact): 401 ns at 16 buckets, 353 at 64,
-	// 364 at 256, 305 at 512, 273 at 1024 and 297 at 4096; add+remove among a
-	// million parked timers was 26-31 ns at every size. With a 1 ms tick, 1024
-	// buckets keep every sub-second delay on the first level (no cascade) and
-	// up to 17 minutes on the second, for 64 KiB per level and shard.
+	// DefaultWheelSize was chosen by BenchmarkWheelSize (wheel_bench_test.go;
+	// its figures are in the repository's docs/benchmarks.md): the smallest
+	// size at the bottom of the cost per timer. With a 1 ms tick, 1024 buckets
+	// keep every sub-second delay on the first level (no cascade) and up to
+	// 17 minutes on the second, for 64 KiB per level and shard.
 	DefaultWheelSize = 1024
 )
 
