@@ -267,8 +267,9 @@ func opOf(op Operation, caller string) (o *Op) {
 
 // complete runs once, after a successful claim: it detaches the operation from
 // its timer, context and watch lists, counts the outcome and runs the
-// callbacks, with no library lock held. Each callback runs even if the one
-// before it panicked; the panic then continues once they have run.
+// callbacks, with no library lock held, listed meanwhile in a slot that the
+// stuck-callback watchdog samples (watchdog.go). Each callback runs even if
+// the one before it panicked; the panic then continues once they have run.
 func (o *Op) complete(impl Operation, outcome Outcome) {
 	c := o.detach()
 	if c == nil {
