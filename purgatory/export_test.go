@@ -6,7 +6,8 @@ import "fmt"
 // whenever no call into p is under way: no walk holds a list; each list's
 // count matches its entries, dead and live; no list is mostly dead, so none
 // holds more than twice the entries its live operations need; and the shard
-// counts its empty lists right. It returns the first broken one.
+// counts its empty lists right; a level heap is in order, and holds no
+// operation whose level has been reached. It returns the first broken one.
 func (p *Purgatory[K]) ListsAtRest() error {
 	for i := range p.watchers.all {
 		sh := &p.watchers.all[i]
@@ -27,7 +28,8 @@ func (sh *shard[K]) atRest() error {
 			return fmt.Errorf("key %v: walk word %b with no walk under way", key, w)
 		}
 		dead := 0
-		for _, e := range l.entries {
+		all := l.walkable()
+		for _, e := range all {
 			if e.impl.mustEmbedPurgatoryOp() != e.op {
 				return fmt.Errorf("key %v: an entry's operation is not its impl's", key)
 			}
@@ -36,13 +38,25 @@ func (sh *shard[K]) atRest() error {
 			}
 		}
 		n, countedDead := split(l.count.Load())
-		if int(n) != len(l.entries) || int(countedDead) != dead {
-			return fmt.Errorf("key %v: count says %d entries, %d dead; the list has %d, %d dead", key, n, countedDead, len(l.entries), dead)
+		if int(n) != len(all) || int(countedDead) != dead {
+			return fmt.Errorf("key %v: count says %d entries, %d dead; the list has %d, %d dead", key, n, countedDead, len(all), dead)
 		}
-		if live := len(l.entries) - dead; dead > live {
+		if live := len(all) - dead; dead > live {
 			return fmt.Errorf("key %v: %d dead entries and %d live ones, left uncompacted", key, dead, live)
 		}
-		if len(l.entries) == 0 {
+		for i := range l.levels {
+			if c := 2*i + 1; c < len(l.levels) && l.levels[c].level < l.levels[i].level ||
+				c+1 < len(l.levels) && l.levels[c+1].level < l.levels[i].level {
+				return fmt.Errorf("key %v: the level heap is out of order at %d", key, i)
+			}
+			if l.levels[i].level <= l.high {
+				return fmt.Errorf("key %v: an operation waits for level %d, reached (%d)", key, l.levels[i].level, l.high)
+			}
+		}
+		if l.leveled.Load() != (len(l.levels) > 0) {
+			return fmt.Errorf("key %v: leveled is %v with %d waiting for a level", key, l.leveled.Load(), len(l.levels))
+		}
+		if l.idle() {
 			empty++
 		}
 	}
@@ -50,4 +64,22 @@ func (sh *shard[K]) atRest() error {
 		return fmt.Errorf("%d empty lists, counted %d", empty, sh.empty)
 	}
 	return nil
+}
+
+// LevelsHeld returns how many operations wait in key's level heap (live) and
+// how many entries it holds (held), ended ones included.
+func (p *Purgatory[K]) LevelsHeld(key K) (live, held int) {
+	sh := p.watchers.of(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	l := sh.lists[key]
+	if l == nil {
+		return 0, 0
+	}
+	for _, e := range l.levels {
+		if e.op.state.Load()&outcomeBits == 0 {
+			live++
+		}
+	}
+	return live, len(l.levels)
 }

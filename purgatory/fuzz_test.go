@@ -1,6 +1,7 @@
 package purgatory_test
 
 import (
+	"math"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -13,7 +14,7 @@ import (
 // FuzzPurgatory runs random sequences of add, completion event, check (also
 // one whose walk checks a key from inside a TryComplete: a second walk of the
 // same key, or of another, while the first is under way), force,
-// cancel, force a whole key, the passing of time and panics injected into the callbacks on a
+// cancel, force a whole key, adds at levels and Advance, the passing of time and panics injected into the callbacks on a
 // purgatory in fake time, and on a model of plain structs, and requires the
 // same outcome for every operation, the same counts from CheckAndComplete and
 // CancelForKey and ForceCompleteForKey (when no panic cut them short), the same panics and the same
@@ -26,6 +27,8 @@ func FuzzPurgatory(f *testing.F) {
 	f.Add([]byte{6, 0, 0, 0, 0, 0x11, 6, 1, 1, 0, 1, 0x12, 1, 1, 0, 2, 1, 0, 6, 2, 2, 0, 2, 0x14, 5, 7, 0})
 	// Checks from inside a walk: of the same key, then of another.
 	f.Add([]byte{0, 0, 0, 0, 1, 0, 1, 1, 0, 2, 0, 128, 0, 2, 0, 0, 5, 1, 1, 2, 0, 1, 5, 0, 2, 0, 129})
+	// Adds at levels, advances below and past them, a check of the heap.
+	f.Add([]byte{7, 0, 0x21, 7, 1, 0x43, 1, 0, 0, 8, 0, 1, 8, 0, 3, 1, 1, 0, 8, 1, 9, 2, 1, 0, 8, 1, 2})
 	// A whole key forced, with a panic armed in one OnComplete.
 	f.Add([]byte{0, 0, 0x11, 0, 4, 0x13, 6, 4, 1, 4, 0, 1, 4, 0, 1, 2, 0, 0})
 	f.Fuzz(func(t *testing.T, prog []byte) {
@@ -40,6 +43,7 @@ const fuzzOps, fuzzKeys = 8, 4
 type modelOp struct {
 	added    bool
 	keys     []int
+	levels   []int64 // per key, the level it waits for; math.MinInt64 for a plain watch
 	deadline time.Duration
 	ready    bool
 	outcome  purgatory.Outcome
@@ -111,24 +115,50 @@ func runModel(t *testing.T, prog []byte) {
 		return ids
 	}
 
+	// Each key's list exists from an operation's watch until CancelForKey or
+	// ForceCompleteForKey takes it (4 keys never make a shard sweep), and
+	// keeps the highest level Advance reported meanwhile.
+	var listed [fuzzKeys]bool
+	var high [fuzzKeys]int64
+	for k := range high {
+		high[k] = math.MinInt64
+	}
+	// tried reports whether an Advance of key tries m: a plain watcher, or
+	// one whose level there the key has reached.
+	tried := func(m *modelOp, key int) bool {
+		i := slices.Index(m.keys, key)
+		return m.levels[i] <= high[key]
+	}
+
 	for pc := 0; pc+2 < len(prog); pc += 3 {
-		kind, a, b := prog[pc]%7, int(prog[pc+1]), int(prog[pc+2])
+		kind, a, b := prog[pc]%9, int(prog[pc+1]), int(prog[pc+2])
 		id, key := a%fuzzOps, a%fuzzKeys
 		m, op := &model[id], ops[id]
 		switch kind {
-		case 0: // add, with keys from a bit mask and a timeout of 10–80 ms
+		case 0, 7: // add, with keys from a bit mask and a timeout of 10–80 ms; 7: at levels (b>>4)+k
 			if m.added {
 				continue
 			}
 			mask := b%15 + 1
 			var keys []int
+			var levels []int64
+			var at []purgatory.Level[int]
 			for k := range fuzzKeys {
 				if mask&(1<<k) != 0 {
 					keys = append(keys, k)
+					level := int64(math.MinInt64)
+					if kind == 7 {
+						level = int64(b>>4 + k)
+						at = append(at, purgatory.At(k, level))
+					}
+					levels = append(levels, level)
 				}
 			}
 			op.Timeout = time.Duration(b>>4%8+1) * 10 * time.Millisecond
-			m.added, m.keys, m.deadline = true, keys, now+op.Timeout
+			if kind == 7 {
+				op.Timeout = time.Duration(a>>3%8+1) * 10 * time.Millisecond
+			}
+			m.added, m.keys, m.levels, m.deadline = true, keys, levels, now+op.Timeout
 			wantDone, wantPanic := false, false
 			switch {
 			case m.outcome != purgatory.Pending: // forced before it was added
@@ -142,8 +172,17 @@ func runModel(t *testing.T, prog []byte) {
 					wantPanic = end(m, purgatory.Completed)
 				}
 			}
+			if m.counted && !wantDone {
+				for _, k := range keys {
+					listed[k] = true
+				}
+			}
 			var got bool
-			if panicked := call(func() { got = p.TryCompleteElseWatch(op, keys...) }); panicked != wantPanic {
+			add := func() { got = p.TryCompleteElseWatch(op, keys...) }
+			if kind == 7 {
+				add = func() { got = p.TryCompleteElseWatchAt(op, at...) }
+			}
+			if panicked := call(add); panicked != wantPanic {
 				t.Fatalf("step %d: add %d panicked %v, model %v", pc/3, id, panicked, wantPanic)
 			} else if !panicked && got != wantDone {
 				t.Fatalf("step %d: add %d returned %v, model %v", pc/3, id, got, wantDone)
@@ -181,7 +220,30 @@ func runModel(t *testing.T, prog []byte) {
 			} else if !panicked && got != wantWon {
 				t.Fatalf("step %d: ForceComplete(%d) = %v, model %v", pc/3, id, got, wantWon)
 			}
+		case 8: // Advance: the key reaches level b%24
+			if listed[key] {
+				high[key] = max(high[key], int64(b%24))
+			}
+			var wantN int
+			wantPanic := false
+			for _, i := range watching(key) {
+				switch mm := &model[i]; {
+				case !tried(mm, key):
+				case fires(mm, testkit.PanicTry):
+					wantPanic = true
+				case mm.ready:
+					wantN++
+					wantPanic = end(mm, purgatory.Completed) || wantPanic
+				}
+			}
+			var got int
+			if panicked := call(func() { got = p.Advance(key, int64(b%24)) }); panicked != wantPanic {
+				t.Fatalf("step %d: Advance(%d, %d) panicked %v, model %v", pc/3, key, b%24, panicked, wantPanic)
+			} else if !panicked && got != wantN {
+				t.Fatalf("step %d: Advance(%d, %d) = %d, model %d", pc/3, key, b%24, got, wantN)
+			}
 		case 4: // CancelForKey, or (b odd) ForceCompleteForKey
+			listed[key], high[key] = false, math.MinInt64
 			if b%2 == 1 {
 				wantN, wantPanic := len(watching(key)), false
 				for _, i := range watching(key) {

@@ -139,8 +139,26 @@ func (p *Purgatory[K]) TryCompleteElseWatch(op Operation, keys ...K) bool {
 	if len(keys) == 0 {
 		panic("purgatory: TryCompleteElseWatch called with no keys; an operation must be watched under at least one")
 	}
-	o.checkTimeout(op)
 	p.watchers.checkKeys(keys)
+	return p.add(op, o, func() (distinct int) {
+		for i, key := range keys {
+			if slices.Contains(keys[:i], key) {
+				continue // watched once
+			}
+			if !p.watchers.watch(o, key) {
+				break // ended from outside meanwhile
+			}
+			distinct++
+		}
+		return distinct
+	})
+}
+
+// add is TryCompleteElseWatch and TryCompleteElseWatchAt after their checks
+// of the keys: watch links o under them (until it finds o ended) and returns
+// how many distinct keys it linked.
+func (p *Purgatory[K]) add(op Operation, o *Op, watch func() (distinct int)) bool {
+	o.checkTimeout(op)
 	if !o.added.CompareAndSwap(false, true) {
 		panic("purgatory: operation passed to TryCompleteElseWatch twice; use a new operation")
 	}
@@ -175,17 +193,7 @@ func (p *Purgatory[K]) TryCompleteElseWatch(op Operation, keys ...K) bool {
 	}
 	solo := int32(0)
 	if !ok {
-		distinct := 0
-		for i, key := range keys {
-			if slices.Contains(keys[:i], key) {
-				continue // watched once
-			}
-			if !p.watchers.watch(o, key) {
-				break // ended from outside meanwhile
-			}
-			distinct++
-		}
-		if distinct == 1 {
+		if watch() == 1 {
 			solo = soloBit // from now on, only its key's walk tries it
 		}
 		if ok = o.check(op); !ok && o.state.Load()&outcomeBits == 0 {

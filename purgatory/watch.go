@@ -94,6 +94,12 @@ func (s *shards[K]) hashes(key K) {
 // watch links o under key and records the list on o, atomically with respect
 // to o's completion. It returns false if o has already completed.
 func (s *shards[K]) watch(o *Op, key K) bool {
+	return s.watchAt(o, key, noLevel)
+}
+
+// watchAt is watch for an operation that waits until key reaches level
+// (noLevel: a plain watch).
+func (s *shards[K]) watchAt(o *Op, key K, level int64) bool {
 	sh := s.of(key)
 	o.book.Lock()
 	defer o.book.Unlock()
@@ -104,9 +110,9 @@ func (s *shards[K]) watch(o *Op, key K) bool {
 	l := sh.lists[key]
 	switch {
 	case l == nil:
-		l = &watchList[K]{key: key, shard: sh}
+		l = newWatchList(key, sh)
 		sh.lists[key] = l
-	case len(l.entries) == 0:
+	case l.idle():
 		sh.empty--
 	}
 	if o.first == nil {
@@ -115,7 +121,7 @@ func (s *shards[K]) watch(o *Op, key K) bool {
 		o.places = append(o.places, l)
 		s.stats.addExtra(1)
 	}
-	l.link(o)
+	l.linkAt(o, level)
 	sh.mu.Unlock()
 	return true
 }
@@ -125,19 +131,36 @@ func (s *shards[K]) watch(o *Op, key K) bool {
 // place. It returns a nil list if no operation is watched under key, or if
 // another walk of the key is under way: that walk is then asked to go over the
 // list once more before it leaves.
+//
+// The walk reads every operation of the key, those waiting for a level too
+// (a copy, with them). enterAt instead first records that key is at level,
+// and the walk reads the plain entries only, now including those whose level
+// is reached (Advance).
 func (s *shards[K]) enter(key K) (*watchList[K], []entry) {
+	return s.enterAt(key, noLevel, true)
+}
+
+func (s *shards[K]) enterAt(key K, level int64, all bool) (*watchList[K], []entry) {
 	sh := s.of(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	l := sh.lists[key]
-	if l == nil || len(l.entries) == 0 {
+	if l == nil {
+		return nil, nil
+	}
+	l.reach(level)
+	ops := l.entries
+	if all {
+		ops = l.walkable()
+	}
+	if len(ops) == 0 {
 		return nil, nil
 	}
 	for {
 		switch w := l.walk.Load(); {
 		case w&walking == 0:
 			if l.walk.CompareAndSwap(w, walking) {
-				return l, l.entries
+				return l, ops
 			}
 		case w&again != 0:
 			return nil, nil // asked already
@@ -160,11 +183,12 @@ func (s *shards[K]) take(key K) []entry {
 	if l == nil {
 		return nil
 	}
-	if len(l.entries) == 0 {
+	if l.idle() {
 		sh.empty-- // an empty list kept for reuse
 	}
-	ops := slices.Clone(l.entries)
-	l.entries = nil
+	ops := slices.Clone(l.walkable())
+	l.entries, l.levels = nil, nil
+	l.leveled.Store(false)
 	l.count.Store(0)
 	delete(sh.lists, key)
 	return ops
@@ -179,6 +203,9 @@ func (s *shards[K]) each(fn func(ops []entry)) {
 		buf = buf[:0]
 		for _, l := range sh.lists {
 			buf = append(buf, l.entries...)
+			for _, e := range l.levels {
+				buf = append(buf, e.entry)
+			}
 		}
 		sh.mu.Unlock()
 		fn(buf)
@@ -188,7 +215,7 @@ func (s *shards[K]) each(fn func(ops []entry)) {
 // sweep drops every empty list from the map.
 func (sh *shard[K]) sweep() {
 	for k, l := range sh.lists {
-		if len(l.entries) == 0 {
+		if l.idle() {
 			delete(sh.lists, k)
 		}
 	}

@@ -60,13 +60,29 @@ type place interface {
 //     list dropped from the map (sweep, or take) may still be walked; its
 //     operations are in no other list of the key. take zeroes its count, so
 //     what its operations drop afterwards counts for nothing.
+//   - levels holds the operations watched at a level the key has not
+//     reached (levels.go), a heap never walked in place; reach moves those
+//     whose level is reached to entries. count covers both parts, and so
+//     does a drop. high, the highest level reported, only grows, and is
+//     forgotten with the list.
 type watchList[K comparable] struct {
 	entries []entry
-	count   atomic.Int64 // len(entries) and the dead among them; see split
+	levels  levelHeap
+	high    int64        // the highest level Advance reported; noLevel before
+	count   atomic.Int64 // len(entries)+len(levels) and the dead among them; see split
 	walk    atomic.Int32 // walking, and again; see above
+	leveled atomic.Bool  // len(levels) > 0: drops compact sooner (drop)
 	key     K
 	shard   *shard[K]
 }
+
+func newWatchList[K comparable](key K, sh *shard[K]) *watchList[K] {
+	return &watchList[K]{key: key, shard: sh, high: noLevel}
+}
+
+// idle reports whether the list holds no operation. The caller holds the
+// shard's mutex.
+func (l *watchList[K]) idle() bool { return len(l.entries) == 0 && len(l.levels) == 0 }
 
 // entry is an operation in a watch list, with the Operation that embeds it.
 // The walk reads impl here, in order through the array, so the only part of
@@ -115,29 +131,85 @@ func (l *watchList[K]) link(o *Op) {
 	l.count.Add(oneEntry)
 }
 
-// drop implements place.
-func (l *watchList[K]) drop() {
-	if mostlyDead(l.count.Add(1)) && l.walk.Load()&walking == 0 {
-		l.compact()
+// linkAt links o to wait until the key reaches level: among the plain
+// entries if it has already, else in the heap. The caller holds the shard's
+// mutex.
+func (l *watchList[K]) linkAt(o *Op, level int64) {
+	if level <= l.high {
+		l.link(o)
+		return
+	}
+	l.levels.push(levelEntry{entry{o.impl, o}, level})
+	l.leveled.Store(true)
+	l.count.Add(oneEntry)
+}
+
+// reach records that the key is at level and, if that is higher than before,
+// moves the operations waiting for it from the heap to the end of entries,
+// lowest level first. The caller holds the shard's mutex.
+func (l *watchList[K]) reach(level int64) {
+	if level <= l.high {
+		return
+	}
+	l.high = level
+	for len(l.levels) > 0 && l.levels[0].level <= level {
+		l.entries = append(l.entries, l.levels.pop().entry)
+	}
+	if len(l.levels) == 0 {
+		l.leveled.Store(false)
 	}
 }
 
-// compact removes the dead entries unless a walk holds the list (its leave
-// compacts then).
-func (l *watchList[K]) compact() {
+// walkable returns what a walk that tries every operation of the key reads:
+// entries itself, or with a heap, a copy of both. The caller holds the
+// shard's mutex.
+func (l *watchList[K]) walkable() []entry {
+	if len(l.levels) == 0 {
+		return l.entries
+	}
+	ops := make([]entry, 0, len(l.entries)+len(l.levels))
+	ops = append(ops, l.entries...)
+	for _, e := range l.levels {
+		ops = append(ops, e.entry)
+	}
+	return ops
+}
+
+// drop implements place. A list with a heap compacts once an eighth of its
+// operations are dead rather than half: its waiting operations are not walked,
+// so nothing else would let go of the ended ones (their expiries, mostly)
+// until their level came.
+func (l *watchList[K]) drop() {
+	count := l.count.Add(1)
+	if l.walk.Load()&walking == 0 && l.crowded(count) {
+		l.compact(true)
+	}
+}
+
+// crowded reports whether a list with this count should be compacted whole:
+// its dead entries outnumber its live ones or, with a heap, are more than an
+// eighth of them.
+func (l *watchList[K]) crowded(count int64) bool {
+	n, dead := split(count)
+	return 2*dead > n || l.leveled.Load() && 8*dead > n
+}
+
+// compact removes the dead entries (with all, from the heap too) unless a
+// walk holds the list (its leave compacts then).
+func (l *watchList[K]) compact(all bool) {
 	l.shard.mu.Lock()
 	defer l.shard.mu.Unlock()
 	if l.walk.Load()&walking == 0 {
-		l.compactLocked()
+		l.compactLocked(all)
 	}
 }
 
 // compactLocked removes the dead entries, keeping the live ones in order, and
-// moves them to an array twice their size if the old one is mostly unused.
-// The caller holds the shard's mutex and either holds the walk or has seen
-// that nobody does.
-func (l *watchList[K]) compactLocked() {
-	if len(l.entries) == 0 {
+// moves them to an array twice their size if the old one is mostly unused;
+// with all, it filters the heap too. The caller holds the shard's mutex and
+// either holds the walk or has seen that nobody does.
+func (l *watchList[K]) compactLocked(all bool) {
+	if l.idle() {
 		return
 	}
 	live := l.entries[:0]
@@ -148,13 +220,17 @@ func (l *watchList[K]) compactLocked() {
 	}
 	removed := len(l.entries) - len(live)
 	clear(l.entries[len(live):])
-	l.count.Add(-int64(removed) * (oneEntry + 1))
 	if c := cap(live); c > 64 && len(live) < c/4 {
 		live = append(make([]entry, 0, max(2*len(live), 16)), live...)
 	}
 	l.entries = live
+	if all && len(l.levels) > 0 {
+		removed += l.levels.filter()
+		l.leveled.Store(len(l.levels) > 0)
+	}
+	l.count.Add(-int64(removed) * (oneEntry + 1))
 	sh := l.shard
-	if len(live) == 0 && sh.lists[l.key] == l {
+	if l.idle() && sh.lists[l.key] == l {
 		sh.empty++
 		if sh.empty > minEmpty && 2*sh.empty > len(sh.lists) {
 			sh.sweep()
@@ -162,30 +238,32 @@ func (l *watchList[K]) compactLocked() {
 	}
 }
 
-// leave implements walkList. A walk that leaves compacts the list if any of
-// its entries is dead: the walk has just read them all, and drops that found
-// the list walked left compacting to it. It does so after it lets go of the
+// leave implements walkList. A walk that leaves compacts the list's entries
+// if any is dead (the walk has just read them all), and its heap too if the
+// list is crowded: drops that found the list walked left compacting to it. It does so after it lets go of the
 // list, so that a drop either sees the walk over (and compacts itself) or is
 // seen here.
 func (l *watchList[K]) leave() ([]entry, bool) {
 	if l.walk.CompareAndSwap(walking, 0) {
-		if anyDead(l.count.Load()) {
-			l.compact()
+		if count := l.count.Load(); anyDead(count) {
+			l.compact(l.crowded(count))
 		}
 		return nil, false
 	}
 	sh := l.shard
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if anyDead(l.count.Load()) {
-		l.compactLocked()
+	if count := l.count.Load(); anyDead(count) {
+		l.compactLocked(l.crowded(count))
 	}
 	for {
 		if l.walk.CompareAndSwap(walking, 0) {
 			return nil, false
 		}
 		if l.walk.CompareAndSwap(walking|again, walking) {
-			return l.entries, true
+			// The pass asked for may be a CheckAndComplete's, which
+			// tries the heap too.
+			return l.walkable(), true
 		}
 	}
 }
