@@ -18,8 +18,9 @@ import (
 // w2_parked.png, ns per schedule+stop against parked timers (O(1) against
 // O(log n)), w4_lateness.png, the distribution of W4's lateness,
 // w5_lag.png, the distribution of W5's completion lag, and w5_keys_cpu.png,
-// CPU per request against the number of keys, and w7_scaling.png, W7's
-// operations per second against the goroutines that make them.
+// CPU per request against the number of keys, w6_keys_cpu.png, the same for
+// W6, and w7_scaling.png, W7's operations per second against the goroutines
+// that make them.
 func drawCharts(dir string, res map[key][]result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -34,6 +35,9 @@ func drawCharts(dir string, res map[key][]result) error {
 		return err
 	}
 	if err := chartW7(dir, res); err != nil {
+		return err
+	}
+	if err := chartW6(dir, res); err != nil {
 		return err
 	}
 	return chartW5(dir, res)
@@ -66,13 +70,23 @@ func addLinePoints(p *plot.Plot, lines map[string]plotter.XYs) error {
 }
 
 func chartW5Keys(dir string, res map[key][]result) error {
-	lines := sweepLines(res, "W5keys", "cpu_us_per_req")
+	return keysChart(dir, "w5_keys_cpu.png", sweepLines(res, "W5keys", "cpu_us_per_req"),
+		"W5 at 100,000 requests/s: CPU per request by keys", "keys (log scale; operations pending per key = 80,000 / keys)")
+}
+
+func chartW6(dir string, res map[key][]result) error {
+	return keysChart(dir, "w6_keys_cpu.png", sweepLines(res, "W6", "cpu_us_per_req"),
+		"W6 (thresholds) at 100,000 requests/s: CPU per request by keys", "keys (log scale; requests waiting per key ≈ 100,000 / keys)")
+}
+
+// keysChart draws CPU per request against keys, one line per system.
+func keysChart(dir, name string, lines map[string]plotter.XYs, title, xLabel string) error {
 	if len(lines) == 0 {
 		return nil
 	}
 	p := plot.New()
-	p.Title.Text = "W5 at 100,000 requests/s: CPU per request by keys"
-	p.X.Label.Text = "keys (log scale; operations pending per key = 80,000 / keys)"
+	p.Title.Text = title
+	p.X.Label.Text = xLabel
 	p.Y.Label.Text = "CPU µs per request"
 	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	p.Legend.Top, p.Legend.Left = false, false
@@ -83,7 +97,7 @@ func chartW5Keys(dir string, res map[key][]result) error {
 	}
 	p.X.Min, p.X.Max = p.X.Min/2, p.X.Max*2
 	p.Y.Min = 0
-	return p.Save(8*vg.Inch, 5*vg.Inch, filepath.Join(dir, "w5_keys_cpu.png"))
+	return p.Save(8*vg.Inch, 5*vg.Inch, filepath.Join(dir, name))
 }
 
 func chartW7(dir string, res map[key][]result) error {

@@ -19,8 +19,8 @@ import (
 
 func main() {
 	var (
-		workloads = flag.String("workload", "all", "comma-separated workloads: W1,W2,W2p,W3,W4,W5, the sweeps W2sweep, W5sweep, W5keys and W5over, W7, soak, or all (all but soak)")
-		systems   = flag.String("system", "all", "comma-separated systems: "+strings.Join(timerSystems, ",")+" for W1–W4; "+strings.Join(purgatorySystems, ",")+" for W5; "+strings.Join(scalingSystems, ",")+" for W7; or all")
+		workloads = flag.String("workload", "all", "comma-separated workloads: W1,W2,W2p,W3,W4,W5, the sweeps W2sweep, W5sweep, W5keys and W5over, W6, W6sweep, W7, soak, or all (all but soak)")
+		systems   = flag.String("system", "all", "comma-separated systems: "+strings.Join(timerSystems, ",")+" for W1–W4; "+strings.Join(purgatorySystems, ",")+" for W5; "+strings.Join(levelSystems, ",")+" for W6; "+strings.Join(scalingSystems, ",")+" for W7; or all")
 		runs      = flag.Int("runs", 3, "processes per (system, workload); medians are reported")
 		quick     = flag.Bool("quick", false, "a hundredth of every size: a seconds-long smoke run")
 		jsonOut   = flag.String("json", "", "write one JSON object per (system, workload, metric) to this file")
@@ -105,6 +105,8 @@ func runChild(workload, system string, p params) error {
 	switch workload {
 	case "W5":
 		r, err = runPurgatoryWorkload(system, p)
+	case "W6":
+		r, err = runLevelWorkload(system, p)
 	case "W7":
 		r, err = w7(system, p.goroutines, p)
 	case "soak":
@@ -123,7 +125,7 @@ func runChild(workload, system string, p params) error {
 type job struct {
 	workload, system string
 	run              int
-	variant          int // parked timers for W2sweep, requests/s for W5sweep and W5over, keys for W5keys, goroutines for W7
+	variant          int // parked timers for W2sweep, requests/s for W5sweep, W5over and W6sweep, keys for W5keys and W6, goroutines for W7
 }
 
 func (j job) args(p params) []string {
@@ -142,10 +144,15 @@ func (j job) args(p params) []string {
 	case "W5keys":
 		w = "W5"
 		a = append(a, "-keys", strconv.Itoa(j.variant), "-duration", sweepLength(p).String())
+	case "W6":
+		a = append(a, "-keys", strconv.Itoa(j.variant))
+	case "W6sweep":
+		w = "W6"
+		a = append(a, "-rate", strconv.Itoa(j.variant), "-duration", sweepLength(p).String())
 	case "W7":
 		a = append(a, "-goroutines", strconv.Itoa(j.variant))
 	}
-	if (w == "W5" && j.workload == "W5" || w == "soak") && p.duration > 0 {
+	if (w == "W5" && j.workload == "W5" || j.workload == "W6" || w == "soak") && p.duration > 0 {
 		a = append(a, "-duration", p.duration.String())
 	}
 	if p.quick {
@@ -154,7 +161,7 @@ func (j job) args(p params) []string {
 	return append(a, "-workload", w)
 }
 
-var allWorkloads = []string{"W1", "W2", "W2p", "W3", "W4", "W5", "W2sweep", "W5sweep", "W5keys", "W5over", "W7"}
+var allWorkloads = []string{"W1", "W2", "W2p", "W3", "W4", "W5", "W2sweep", "W5sweep", "W5keys", "W5over", "W6", "W6sweep", "W7"}
 
 func sweepParked(p params) []int {
 	if p.quick {
@@ -195,6 +202,23 @@ func overloadRates(p params) []int {
 	return []int{325_000, 450_000}
 }
 
+// levelKeys are W6's key counts: 800, 80 and 8 requests waiting per key at
+// 100,000 requests/s with a 1 s timeout.
+func levelKeys(p params) []int {
+	if p.quick {
+		return []int{10, 1_000}
+	}
+	return []int{100, 1_000, 10_000}
+}
+
+// levelRates are W6sweep's rates.
+func levelRates(p params) []int {
+	if p.quick {
+		return []int{10_000, 20_000}
+	}
+	return []int{50_000, 100_000, 150_000, 200_000, 300_000, 400_000, 500_000, 700_000}
+}
+
 func sweepLength(p params) time.Duration {
 	if p.quick {
 		return 300 * time.Millisecond
@@ -227,6 +251,8 @@ func makePlan(workloads, systems string, runs int, p params) ([]job, error) {
 			known = scalingSystems
 		case w == "W5over":
 			known = overloadSystems
+		case strings.HasPrefix(w, "W6"):
+			known = levelSystems
 		case strings.HasPrefix(w, "W5"):
 			known = purgatorySystems
 		}
@@ -235,7 +261,7 @@ func makePlan(workloads, systems string, runs int, p params) ([]job, error) {
 			switch {
 			case slices.Contains(known, s), s == floorSystem && strings.HasPrefix(w, "W5"):
 				sys = append(sys, s)
-			case !slices.Contains(timerSystems, s) && !slices.Contains(overloadSystems, s) && !slices.Contains(scalingSystems, s) && s != floorSystem:
+			case !slices.Contains(timerSystems, s) && !slices.Contains(overloadSystems, s) && !slices.Contains(scalingSystems, s) && !slices.Contains(levelSystems, s) && s != floorSystem:
 				return nil, fmt.Errorf("unknown system %q", s)
 			}
 		}
@@ -249,6 +275,10 @@ func makePlan(workloads, systems string, runs int, p params) ([]job, error) {
 			variants = sweepKeys(p)
 		case "W5over":
 			variants = overloadRates(p)
+		case "W6":
+			variants = levelKeys(p)
+		case "W6sweep":
+			variants = levelRates(p) // as W5sweep
 		case "W7":
 			variants = scalingGoroutines(p)
 		}
@@ -276,7 +306,7 @@ func execute(plan []job, p params) (map[key][]result, error) {
 	fellBehind := map[string]bool{}
 	start := time.Now()
 	for i, j := range plan {
-		if j.workload == "W5sweep" && fellBehind[j.system] {
+		if (j.workload == "W5sweep" || j.workload == "W6sweep") && fellBehind[j.system] {
 			continue
 		}
 		t0 := time.Now()
@@ -300,7 +330,7 @@ func execute(plan []job, p params) (map[key][]result, error) {
 		}
 		k := key{j.workload, j.variant, j.system}
 		res[k] = append(res[k], r)
-		if j.workload == "W5sweep" && r.Metrics["keeps_up"] == 0 {
+		if (j.workload == "W5sweep" || j.workload == "W6sweep") && r.Metrics["keeps_up"] == 0 {
 			fellBehind[j.system] = true
 		}
 	}
@@ -311,9 +341,9 @@ func variantText(j job) string {
 	switch j.workload {
 	case "W2sweep":
 		return fmt.Sprintf(" parked=%d", j.variant)
-	case "W5sweep", "W5over":
+	case "W5sweep", "W5over", "W6sweep":
 		return fmt.Sprintf(" rate=%d/s", j.variant)
-	case "W5keys":
+	case "W5keys", "W6":
 		return fmt.Sprintf(" keys=%d", j.variant)
 	case "W7":
 		return fmt.Sprintf(" G=%d", j.variant)

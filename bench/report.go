@@ -164,12 +164,17 @@ var descriptions = map[string]string{
 	"W5sweep": "W5 at rising request rates in 25,000/s steps, 5 s each; a system stops after the first rate at which a run could not keep up (completion lag p50 under 10 ms and the completed share within 1 point of 40 %)",
 	"W5keys":  "W5 at 100,000 requests/s for 5 s over 100 to 100,000 keys: 800 to 0.8 operations pending per key",
 	"W7":      "scaling: G goroutines each loop one operation for 1.5 s with 100,000 timers (or operations) parked first: an add+stop pair on a timer (wheel: AfterFunc+Stop; owned: Reset+Stop of a Timer in a record of the goroutine's own; stdlib: time.AfterFunc+Stop), or an operation added to a purgatory and completed by a check of its key (on a key of the goroutine's own; -shared: on 16 keys that every goroutine shares in turn)",
+	"W6":      "threshold: requests arrive at 100,000/s for 10 s, each on a key drawn from K, and wait until the key's level reaches the level at their arrival plus a need drawn from U[1, 2.5 × what a key gains per second]; timeout 1 s; 100,000 level moves/s (100 per 1 ms slot), each raising a random key's level by U[1, 1999], until 1 s after the last arrival. purgatory-level watches at levels and calls Advance per move; purgatory and naive try every watcher of the key per move; naive-heap is naive with a min-heap of targets per key. One goroutine makes the moves and calls the system for each, so a system that falls behind delays the levels too. Expected % is what an ideal system completes given the moves as made (its key reached its target within its timeout); lag counts from the due time of the move that reached a request's target",
+	"W6sweep": "W6 over 1,000 keys at rising request rates, 5 s each; a system stops after the first rate at which a run could not keep up (lag p50 under 10 ms and the completed share within 1 point of the expected share)",
 	"W5over":  "W5 for 5 s at 325,000 and 450,000 requests/s, about 1.5 and 2 times the highest rate naive keeps up with (overload for both); purgatory-shed is the purgatory with WithMaxDelayed(150,000), which answers what it cannot park at once (Shed); purgatory-admit has WithMaxDelayed(100,000) and waits in Admit before each add until there is room (backpressure), counting the wait against the request's timeout. Arrivals run in an open loop: the generator queues each request on time and never waits for the system, a goroutine hands them to the system as fast as it takes them, and a request's timeout and event count from when it was due. Goodput is requests completed by that deadline per second offered; intake late is how long after they were due the system took them (sampled); arrivals late is how late the generator itself ran",
 }
 
 func reference(workload string) string {
 	if strings.HasPrefix(workload, "W5") {
 		return "naive"
+	}
+	if strings.HasPrefix(workload, "W6") {
+		return "naive-heap"
 	}
 	if workload == "W7" {
 		return "itself at G=1, and stdlib or naive"
@@ -200,7 +205,7 @@ func markdown(keys []key, res map[key][]result, p params) string {
 		case "W2sweep":
 			sweepTable(&b, ks, res, "parked timers", "pair_ns", "ns per pair")
 			continue
-		case "W5sweep":
+		case "W5sweep", "W6sweep":
 			sweepTable(&b, ks, res, "requests/s", "keeps_up", "runs that kept up (median of 1 = all or most)")
 			for _, s := range systemsIn(ks) {
 				best := 0
@@ -220,6 +225,17 @@ func markdown(keys []key, res map[key][]result, p params) string {
 				sweepTable(&b, ks, res, "keys", m.metric, m.title)
 				b.WriteString("\n")
 			}
+			continue
+		case "W6":
+			for _, m := range []struct{ metric, title string }{
+				{"cpu_us_per_req", "CPU µs per request"}, {"peak_rss_mb", "peak RSS MB"}, {"lag_p50_ms", "lag p50 ms"}, {"lag_p99_ms", "lag p99 ms"},
+				{"completed_pct", "completed %"}, {"expected_pct", "expected %"}, {"lost", "lost"}, {"ended_twice", "ended twice"}, {"keeps_up", "kept up (median)"},
+			} {
+				sweepTable(&b, ks, res, "keys", m.metric, m.title)
+				b.WriteString("\n")
+			}
+			ratioTable(&b, ks, res, "cpu_us_per_req", "CPU per request", "naive-heap")
+			ratioTable(&b, ks, res, "peak_rss_mb", "peak RSS", "purgatory")
 			continue
 		case "W7":
 			sweepTable(&b, ks, res, "goroutines", "mops_per_s", "millions of operations per second, all goroutines")
@@ -364,4 +380,34 @@ func machine() string {
 	}
 	return fmt.Sprintf("Measured %s on %d CPUs (%s), %s, %s/%s, GOMAXPROCS=%d.",
 		time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), model, kernel, runtime.Version(), runtime.GOARCH, runtime.GOMAXPROCS(0))
+}
+
+// ratioTable shows, for each variant, each system's median of metric against
+// ref's in the same run.
+func ratioTable(b *strings.Builder, ks []key, res map[key][]result, metric, title, ref string) {
+	systems := systemsIn(ks)
+	var variants []int
+	for _, k := range ks {
+		if !slices.Contains(variants, k.variant) {
+			variants = append(variants, k.variant)
+		}
+	}
+	fmt.Fprintf(b, "%s against %s by %s:\n\n| %s |", title, ref, "keys", "keys")
+	for _, s := range systems {
+		fmt.Fprintf(b, " %s |", s)
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(systems)) + "\n")
+	for _, v := range variants {
+		fmt.Fprintf(b, "| %d |", v)
+		rv := median(values(res[key{ks[0].workload, v, ref}], metric))
+		for _, s := range systems {
+			r, ok := res[key{ks[0].workload, v, s}]
+			if !ok || rv == 0 || math.IsNaN(rv) {
+				b.WriteString(" – |")
+				continue
+			}
+			fmt.Fprintf(b, " %.2f× |", median(values(r, metric))/rv)
+		}
+		b.WriteString("\n")
+	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -96,6 +97,42 @@ func TestW7(t *testing.T) {
 			if r.Metrics["mops_per_s"] <= 0 || r.Metrics["cpu_s_per_mops"] <= 0 {
 				t.Errorf("%s at G=%d: %v", system, g, r.Metrics)
 			}
+		}
+	}
+}
+
+// TestW6 runs W6 briefly on every system: nothing lost or ended twice, and
+// the completed share within a point of what an ideal system completes.
+func TestW6(t *testing.T) {
+	for _, system := range levelSystems {
+		r, err := runLevelWorkload(system, params{quick: true, keys: 50, duration: 300 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := r.Metrics
+		if m["lost"] != 0 || m["ended_twice"] != 0 || m["completed_pct"] < 10 || math.Abs(m["completed_pct"]-m["expected_pct"]) > 1 {
+			t.Errorf("%s: %v", system, m)
+		}
+	}
+}
+
+// history.reached finds the first move that reached a level, and the oldest
+// kept once the ring has wrapped past it.
+func TestHistoryReached(t *testing.T) {
+	h := history{level: make([]int64, 4), at: make([]time.Duration, 4)}
+	if _, ok := h.reached(1); ok {
+		t.Fatal("an empty history reached something")
+	}
+	for i := 1; i <= 6; i++ {
+		h.record(int64(10*i), time.Duration(i)*time.Millisecond)
+	}
+	for _, c := range []struct {
+		target int64
+		at     time.Duration
+		ok     bool
+	}{{25, 3 * time.Millisecond, true}, {30, 3 * time.Millisecond, true}, {41, 5 * time.Millisecond, true}, {60, 6 * time.Millisecond, true}, {61, 0, false}} {
+		if at, ok := h.reached(c.target); at != c.at || ok != c.ok {
+			t.Errorf("reached(%d) = %v, %v; want %v, %v", c.target, at, ok, c.at, c.ok)
 		}
 	}
 }

@@ -65,3 +65,44 @@ func ExampleForceComplete() {
 	// won: true
 	// won again: false
 }
+
+// acked waits until a partition's high watermark (a number that only grows)
+// reaches the offset it wrote: Kafka's DelayedProduce with acks=all.
+type acked struct {
+	purgatory.Op
+	offset    int64
+	watermark *atomic.Int64
+}
+
+func (a *acked) TryComplete() bool { return a.watermark.Load() >= a.offset }
+func (a *acked) OnComplete()       { fmt.Printf("offset %d: %v\n", a.offset, a.Outcome()) }
+func (a *acked) OnExpiration()     {}
+
+// A progress watch: each produce waits at its offset, and each advance of the
+// high watermark tries only the produces it reached, lowest first, instead of
+// every produce of the partition (CheckAndComplete's contract).
+func ExamplePurgatory_Advance() {
+	p, err := purgatory.New[string]("produce")
+	if err != nil {
+		panic(err)
+	}
+	defer p.Close()
+
+	var watermark atomic.Int64
+	for _, offset := range []int64{300, 100, 200} {
+		op := &acked{Op: purgatory.Op{Timeout: 30 * time.Second}, offset: offset, watermark: &watermark}
+		p.TryCompleteElseWatchAt(op, purgatory.At("orders-0", offset))
+	}
+	for _, hw := range []int64{150, 250, 400} {
+		watermark.Store(hw)
+		fmt.Printf("high watermark %d: %d completed\n", hw, p.Advance("orders-0", hw))
+	}
+
+	// Output:
+	// offset 100: completed
+	// high watermark 150: 1 completed
+	// offset 200: completed
+	// high watermark 250: 1 completed
+	// offset 300: completed
+	// high watermark 400: 1 completed
+}

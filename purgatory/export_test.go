@@ -44,17 +44,18 @@ func (sh *shard[K]) atRest() error {
 		if live := len(all) - dead; dead > live {
 			return fmt.Errorf("key %v: %d dead entries and %d live ones, left uncompacted", key, dead, live)
 		}
-		for i := range l.levels {
-			if c := 2*i + 1; c < len(l.levels) && l.levels[c].level < l.levels[i].level ||
-				c+1 < len(l.levels) && l.levels[c+1].level < l.levels[i].level {
+		levels := l.waiting()
+		for i := range levels {
+			if c := 2*i + 1; c < len(levels) && levels[c].level < levels[i].level ||
+				c+1 < len(levels) && levels[c+1].level < levels[i].level {
 				return fmt.Errorf("key %v: the level heap is out of order at %d", key, i)
 			}
-			if l.levels[i].level <= l.high {
-				return fmt.Errorf("key %v: an operation waits for level %d, reached (%d)", key, l.levels[i].level, l.high)
+			if levels[i].level <= l.lv.high {
+				return fmt.Errorf("key %v: an operation waits for level %d, reached (%d)", key, levels[i].level, l.lv.high)
 			}
 		}
-		if l.leveled.Load() != (len(l.levels) > 0) {
-			return fmt.Errorf("key %v: leveled is %v with %d waiting for a level", key, l.leveled.Load(), len(l.levels))
+		if l.leveled.Load() != (len(levels) > 0) {
+			return fmt.Errorf("key %v: leveled is %v with %d waiting for a level", key, l.leveled.Load(), len(levels))
 		}
 		if l.idle() {
 			empty++
@@ -76,10 +77,22 @@ func (p *Purgatory[K]) LevelsHeld(key K) (live, held int) {
 	if l == nil {
 		return 0, 0
 	}
-	for _, e := range l.levels {
+	for _, e := range l.waiting() {
 		if e.op.state.Load()&outcomeBits == 0 {
 			live++
 		}
 	}
-	return live, len(l.levels)
+	return live, len(l.waiting())
+}
+
+// Lists returns how many keys have a list in the map, empty ones included.
+func (p *Purgatory[K]) Lists() int {
+	n := 0
+	for i := range p.watchers.all {
+		sh := &p.watchers.all[i]
+		sh.mu.Lock()
+		n += len(sh.lists)
+		sh.mu.Unlock()
+	}
+	return n
 }

@@ -19,4 +19,7 @@ func TestLayout(t *testing.T) {
 	require.EqualValues(t, 64, unsafe.Sizeof(shard[int]{}), "a shard is one cache line")
 
 	require.EqualValues(t, stripeSize, unsafe.Sizeof(stripe{}), "a stripe is whole cache lines, so that two never share one")
+	var l watchList[string]
+	require.LessOrEqual(t, unsafe.Offsetof(l.entries)+unsafe.Sizeof(l.entries), uintptr(64), "count, walk and entries, which every drop and walk touch, share the list's first cache line")
+	require.EqualValues(t, 64, unsafe.Sizeof(watchList[int]{}), "a list of an int key fits the 64-byte size class, as it did before levels")
 }

@@ -291,3 +291,24 @@ func TestStressLevels(t *testing.T) {
 		t.Logf("outcomes: %+v; withdrawn: %d", want, len(withdrawn))
 	})
 }
+
+// A key space without bound does not leak: keys whose waiters at a level all
+// ended are forgotten, as plain keys are (each shard sweeps its empty lists
+// once they outnumber its lists in use), and their levels with them.
+func TestLevelKeysAreForgotten(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPurgatory(t, purgatory.WithShards(4))
+		for round := range 20 {
+			for i := range 1000 {
+				key := fmt.Sprint("partition-", round, "-", i)
+				p.TryCompleteElseWatchAt(testkit.NewOp(time.Millisecond), purgatory.At(key, 100))
+				p.Advance(key, 50)
+			}
+			time.Sleep(2 * time.Millisecond) // they expire
+			synctest.Wait()
+			require.NoError(t, p.ListsAtRest())
+			require.LessOrEqual(t, p.Lists(), 4*(64+1)*2, "round %d: lists kept for keys nobody watches", round)
+		}
+		require.Zero(t, p.Watched())
+	})
+}

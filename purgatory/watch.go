@@ -187,7 +187,7 @@ func (s *shards[K]) take(key K) []entry {
 		sh.empty-- // an empty list kept for reuse
 	}
 	ops := slices.Clone(l.walkable())
-	l.entries, l.levels = nil, nil
+	l.entries, l.lv = nil, nil
 	l.leveled.Store(false)
 	l.count.Store(0)
 	delete(sh.lists, key)
@@ -203,7 +203,7 @@ func (s *shards[K]) each(fn func(ops []entry)) {
 		buf = buf[:0]
 		for _, l := range sh.lists {
 			buf = append(buf, l.entries...)
-			for _, e := range l.levels {
+			for _, e := range l.waiting() {
 				buf = append(buf, e.entry)
 			}
 		}

@@ -60,29 +60,58 @@ type place interface {
 //     list dropped from the map (sweep, or take) may still be walked; its
 //     operations are in no other list of the key. take zeroes its count, so
 //     what its operations drop afterwards counts for nothing.
-//   - levels holds the operations watched at a level the key has not
-//     reached (levels.go), a heap never walked in place; reach moves those
-//     whose level is reached to entries. count covers both parts, and so
-//     does a drop. high, the highest level reported, only grows, and is
-//     forgotten with the list.
+//   - lv, made by the first watch at a level or Advance of the key, holds
+//     the operations watched at a level the key has not reached (levels.go),
+//     a heap never walked in place; reach moves those whose level is
+//     reached to entries. count covers both parts, and so does a drop.
+//     lv.high, the highest level reported, only grows, and is forgotten
+//     with the list.
+//
+// The words every drop and walk touch (count, walk, leveled, entries) come
+// first, on one cache line, and a list of plain watches is as small as it
+// was before levels (one pointer more, in the padding of an int key's list):
+// W5 at 10,000 keys holds 10,000 of them.
 type watchList[K comparable] struct {
-	entries []entry
-	levels  levelHeap
-	high    int64        // the highest level Advance reported; noLevel before
 	count   atomic.Int64 // len(entries)+len(levels) and the dead among them; see split
 	walk    atomic.Int32 // walking, and again; see above
-	leveled atomic.Bool  // len(levels) > 0: drops compact sooner (drop)
+	leveled atomic.Bool  // lv holds a waiting operation: drops compact sooner (drop)
+	entries []entry
+	lv      *levelState // nil until the key's first level watch or Advance
 	key     K
 	shard   *shard[K]
 }
 
+// levelState is a key's level, and what waits for a higher one.
+type levelState struct {
+	levels levelHeap
+	high   int64 // the highest level Advance reported; noLevel before
+}
+
 func newWatchList[K comparable](key K, sh *shard[K]) *watchList[K] {
-	return &watchList[K]{key: key, shard: sh, high: noLevel}
+	return &watchList[K]{key: key, shard: sh}
+}
+
+// waiting returns the heap of operations waiting for a level, nil if none.
+// The caller holds the shard's mutex.
+func (l *watchList[K]) waiting() levelHeap {
+	if l.lv == nil {
+		return nil
+	}
+	return l.lv.levels
+}
+
+// levelState returns lv, making it if need be. The caller holds the shard's
+// mutex.
+func (l *watchList[K]) levelState() *levelState {
+	if l.lv == nil {
+		l.lv = &levelState{high: noLevel}
+	}
+	return l.lv
 }
 
 // idle reports whether the list holds no operation. The caller holds the
 // shard's mutex.
-func (l *watchList[K]) idle() bool { return len(l.entries) == 0 && len(l.levels) == 0 }
+func (l *watchList[K]) idle() bool { return len(l.entries) == 0 && len(l.waiting()) == 0 }
 
 // entry is an operation in a watch list, with the Operation that embeds it.
 // The walk reads impl here, in order through the array, so the only part of
@@ -135,11 +164,11 @@ func (l *watchList[K]) link(o *Op) {
 // entries if it has already, else in the heap. The caller holds the shard's
 // mutex.
 func (l *watchList[K]) linkAt(o *Op, level int64) {
-	if level <= l.high {
+	if level == noLevel || l.lv != nil && level <= l.lv.high {
 		l.link(o)
 		return
 	}
-	l.levels.push(levelEntry{entry{o.impl, o}, level})
+	l.levelState().levels.push(levelEntry{entry{o.impl, o}, level})
 	l.leveled.Store(true)
 	l.count.Add(oneEntry)
 }
@@ -148,14 +177,18 @@ func (l *watchList[K]) linkAt(o *Op, level int64) {
 // moves the operations waiting for it from the heap to the end of entries,
 // lowest level first. The caller holds the shard's mutex.
 func (l *watchList[K]) reach(level int64) {
-	if level <= l.high {
+	if level == noLevel {
 		return
 	}
-	l.high = level
-	for len(l.levels) > 0 && l.levels[0].level <= level {
-		l.entries = append(l.entries, l.levels.pop().entry)
+	lv := l.levelState()
+	if level <= lv.high {
+		return
 	}
-	if len(l.levels) == 0 {
+	lv.high = level
+	for len(lv.levels) > 0 && lv.levels[0].level <= level {
+		l.entries = append(l.entries, lv.levels.pop().entry)
+	}
+	if len(lv.levels) == 0 {
 		l.leveled.Store(false)
 	}
 }
@@ -164,12 +197,13 @@ func (l *watchList[K]) reach(level int64) {
 // entries itself, or with a heap, a copy of both. The caller holds the
 // shard's mutex.
 func (l *watchList[K]) walkable() []entry {
-	if len(l.levels) == 0 {
+	waiting := l.waiting()
+	if len(waiting) == 0 {
 		return l.entries
 	}
-	ops := make([]entry, 0, len(l.entries)+len(l.levels))
+	ops := make([]entry, 0, len(l.entries)+len(waiting))
 	ops = append(ops, l.entries...)
-	for _, e := range l.levels {
+	for _, e := range waiting {
 		ops = append(ops, e.entry)
 	}
 	return ops
@@ -180,18 +214,17 @@ func (l *watchList[K]) walkable() []entry {
 // so nothing else would let go of the ended ones (their expiries, mostly)
 // until their level came.
 func (l *watchList[K]) drop() {
-	count := l.count.Add(1)
-	if l.walk.Load()&walking == 0 && l.crowded(count) {
+	if l.crowded(l.count.Add(1)) && l.walk.Load()&walking == 0 {
 		l.compact(true)
 	}
 }
 
 // crowded reports whether a list with this count should be compacted whole:
 // its dead entries outnumber its live ones or, with a heap, are more than an
-// eighth of them.
+// eighth of them. (It reads leveled only past an eighth.)
 func (l *watchList[K]) crowded(count int64) bool {
 	n, dead := split(count)
-	return 2*dead > n || l.leveled.Load() && 8*dead > n
+	return 8*dead > n && (2*dead > n || l.leveled.Load())
 }
 
 // compact removes the dead entries (with all, from the heap too) unless a
@@ -224,9 +257,9 @@ func (l *watchList[K]) compactLocked(all bool) {
 		live = append(make([]entry, 0, max(2*len(live), 16)), live...)
 	}
 	l.entries = live
-	if all && len(l.levels) > 0 {
-		removed += l.levels.filter()
-		l.leveled.Store(len(l.levels) > 0)
+	if lv := l.lv; all && lv != nil && len(lv.levels) > 0 {
+		removed += lv.levels.filter()
+		l.leveled.Store(len(lv.levels) > 0)
 	}
 	l.count.Add(-int64(removed) * (oneEntry + 1))
 	sh := l.shard

@@ -144,10 +144,14 @@ func (d *delayedFetch) response() kmsg.Response {
 	return resp
 }
 
-// highWatermarkMoved wakes what waits for l's high watermark: acks=all
-// produces and consumers' fetches.
+// highWatermarkMoved wakes what waits for l's high watermark: the acks=all
+// produces it replicated (an advance tries only those), and consumers'
+// fetches. A fetch still tries every watcher of its partition: it waits for
+// MinBytes summed over every partition it reads, which no one partition's
+// level says.
 func (b *Broker) highWatermarkMoved(l *partitionLog) {
-	b.produces.CheckAndComplete(l)
+	_, hw, _ := l.offsets()
+	b.produces.Advance(l, hw)
 	b.fetches.CheckAndComplete(fetchKey{l, false})
 }
 

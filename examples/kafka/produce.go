@@ -12,7 +12,9 @@ import (
 
 // delayedProduce is an acks=all produce waiting until every in-sync replica
 // holds what it wrote, on every partition it wrote to, or until its timeout
-// (Kafka's DelayedProduce). It is watched under each of those partitions.
+// (Kafka's DelayedProduce). It is watched under each of those partitions at
+// the high watermark that replicates it (a progress watch), and tried when an
+// advance of that partition's high watermark reaches it.
 type delayedProduce struct {
 	purgatory.Op
 	resp  *kmsg.ProduceResponse
@@ -78,7 +80,7 @@ func (b *Broker) handleProduce(req *kmsg.ProduceRequest, reply func(kmsg.Respons
 		resp.Topics = append(resp.Topics, rt)
 	}
 	d := &delayedProduce{resp: resp, reply: reply}
-	var keys []*partitionLog
+	var at []purgatory.Level[*partitionLog]
 	for ti, t := range req.Topics {
 		for pi, p := range t.Partitions {
 			into := &resp.Topics[ti].Partitions[pi]
@@ -92,20 +94,22 @@ func (b *Broker) handleProduce(req *kmsg.ProduceRequest, reply func(kmsg.Respons
 				continue
 			}
 			d.waits = append(d.waits, produceWait{l, last, into})
-			keys = append(keys, l)
+			at = append(at, purgatory.At(l, last+1)) // replicated once the high watermark passes last
 		}
 	}
 	switch {
 	case req.Acks == 0:
 		reply(nil)
-	case req.Acks == 1 || len(keys) == 0:
+	case req.Acks == 1 || len(at) == 0:
 		reply(resp)
 	default:
 		d.Timeout = time.Duration(req.TimeoutMillis) * time.Millisecond
 		if d.Timeout <= 0 {
 			d.Timeout = -1 // already due: answered at once unless replicated
 		}
-		b.produces.TryCompleteElseWatch(d, keys...)
+		// A progress watch: each partition's high watermark only grows, so
+		// an advance tries only the produces it replicated.
+		b.produces.TryCompleteElseWatchAt(d, at...)
 	}
 }
 
