@@ -206,16 +206,7 @@ func TestStressLevels(t *testing.T) {
 			wg.Go(func() {
 				rng := rand.New(rand.NewPCG(uint64(g), 11))
 				var mine, undone []*testkit.Op
-				call := func(f func()) (panicked bool) {
-					defer func() {
-						if r := recover(); r != nil {
-							assert.Equal(t, testkit.Injected, r)
-							panicked = true
-						}
-					}()
-					f()
-					return false
-				}
+				call := func(f func()) bool { return testkit.PanickedInjected(t, f) }
 				for range perGoroutine {
 					op := testkit.NewOp(time.Duration(1+rng.IntN(3000)) * time.Microsecond)
 					if rng.IntN(4) == 0 {

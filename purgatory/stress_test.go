@@ -72,16 +72,7 @@ func stress(t *testing.T, nKeys int) {
 				var undone []*testkit.Op
 				var cancels []context.CancelFunc
 				// call runs f, which may panic only with an injected panic.
-				call := func(f func()) (panicked bool) {
-					defer func() {
-						if r := recover(); r != nil {
-							assert.Equal(t, testkit.Injected, r)
-							panicked = true
-						}
-					}()
-					f()
-					return false
-				}
+				call := func(f func()) bool { return testkit.PanickedInjected(t, f) }
 				for range perGoroutine {
 					op := testkit.NewOp(time.Duration(1+rng.IntN(3000)) * time.Microsecond)
 					if rng.IntN(4) == 0 {

@@ -100,9 +100,9 @@ func (l *watchList[K]) waiting() levelHeap {
 	return l.lv.levels
 }
 
-// levelState returns lv, making it if need be. The caller holds the shard's
+// levelsMade returns lv, making it if need be. The caller holds the shard's
 // mutex.
-func (l *watchList[K]) levelState() *levelState {
+func (l *watchList[K]) levelsMade() *levelState {
 	if l.lv == nil {
 		l.lv = &levelState{high: noLevel}
 	}
@@ -141,13 +141,6 @@ func split(count int64) (n, dead int64) {
 	return (count - dead) >> 32, dead
 }
 
-// mostlyDead reports whether a list with this count should be compacted: its
-// dead entries outnumber its live ones.
-func mostlyDead(count int64) bool {
-	n, dead := split(count)
-	return 2*dead > n
-}
-
 // anyDead reports whether a list with this count holds a dead entry.
 func anyDead(count int64) bool {
 	_, dead := split(count)
@@ -168,7 +161,7 @@ func (l *watchList[K]) linkAt(o *Op, level int64) {
 		l.link(o)
 		return
 	}
-	l.levelState().levels.push(levelEntry{entry{o.impl, o}, level})
+	l.levelsMade().levels.push(levelEntry{entry{o.impl, o}, level})
 	l.leveled.Store(true)
 	l.count.Add(oneEntry)
 }
@@ -180,7 +173,7 @@ func (l *watchList[K]) reach(level int64) {
 	if level == noLevel {
 		return
 	}
-	lv := l.levelState()
+	lv := l.levelsMade()
 	if level <= lv.high {
 		return
 	}

@@ -123,7 +123,7 @@ func TestCountSplit(t *testing.T) {
 	var l watchList[int]
 	l.count.Add(2 * oneEntry)    // two linked
 	l.count.Add(-(oneEntry + 1)) // compact removed one whose end has not dropped
-	require.False(t, mostlyDead(l.count.Load()))
+	require.False(t, l.crowded(l.count.Load()))
 	l.count.Add(1) // it drops
 	n, dead := split(l.count.Load())
 	require.Equal(t, [2]int64{1, 0}, [2]int64{n, dead})

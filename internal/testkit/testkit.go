@@ -109,6 +109,21 @@ func Misuse(t testing.TB, prefix, want string, f func()) {
 	require.Contains(t, msg, want)
 }
 
+// PanickedInjected runs f and reports whether it panicked; a panic other
+// than Injected fails the test (from any goroutine: it is reported, not fatal).
+func PanickedInjected(t testing.TB, f func()) (panicked bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			if r != Injected {
+				t.Errorf("unexpected panic: %v", r)
+			}
+			panicked = true
+		}
+	}()
+	f()
+	return false
+}
+
 // Recovered runs f and returns what it panicked with, or nil.
 func Recovered(f func()) (r any) {
 	defer func() { r = recover() }()
