@@ -33,7 +33,7 @@ func (sh *shard[K]) atRest() error {
 			if e.impl.mustEmbedPurgatoryOp() != e.op {
 				return fmt.Errorf("key %v: an entry's operation is not its impl's", key)
 			}
-			if e.op.state.Load()&outcomeBits != 0 {
+			if e.op.ended() {
 				dead++
 			}
 		}
@@ -78,7 +78,7 @@ func (p *Purgatory[K]) LevelsHeld(key K) (live, held int) {
 		return 0, 0
 	}
 	for _, e := range l.waiting() {
-		if e.op.state.Load()&outcomeBits == 0 {
+		if !e.op.ended() {
 			live++
 		}
 	}

@@ -91,7 +91,7 @@ func (h *levelHeap) filter() int {
 	s := *h
 	live := s[:0]
 	for _, e := range s {
-		if e.op.state.Load()&outcomeBits == 0 {
+		if !e.op.ended() {
 			live = append(live, e)
 		}
 	}
@@ -152,38 +152,4 @@ func (p *Purgatory[K]) TryCompleteElseWatchAt(op Operation, at ...Level[K]) bool
 		}
 		return distinct
 	})
-}
-
-// Advance reports that key has reached level and tries, with no purgatory
-// lock held, the operations this makes ready: those watched at a level up to
-// level under key, lowest level first, after the key's plain watchers (and
-// the operations whose level came earlier but whose TryComplete said "not
-// yet"), so that one call per event serves both kinds. It returns how many
-// this call completed. A key's level only grows: an Advance at or below the
-// highest level reported for key tries the plain watchers only. A counter
-// that starts again from zero (a partition recreated, say) is the caller's to
-// handle, with CancelForKey or ForceCompleteForKey on the old key. The level
-// of a key nobody watches is not kept: an operation watched later at a level
-// already passed is tried at once by TryCompleteElseWatchAt, and at the
-// key's next Advance.
-//
-// As CheckAndComplete: a walk of the key under way on another goroutine (or
-// further up this one) is asked for one more pass and this call returns 0;
-// a panic in a callback lets the walk finish before it continues; after
-// Close it returns 0.
-func (p *Purgatory[K]) Advance(key K, level int64) int {
-	p.mustBeNew()
-	p.watchers.checkKey(key)
-	if p.closed.Load() {
-		return 0
-	}
-	l, ops := p.watchers.enterAt(key, level, false)
-	if l == nil {
-		return 0
-	}
-	w := walk{ops: ops, list: l}
-	touch(w.ops)
-	defer w.finish()
-	w.run()
-	return w.won
 }

@@ -2,10 +2,6 @@ package purgatory
 
 import (
 	"context"
-	"fmt"
-	"iter"
-	"math"
-	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,72 +50,13 @@ type Operation interface {
 	mustEmbedPurgatoryOp() *Op
 }
 
-// Outcome is how an operation ended.
-type Outcome int32
-
-const (
-	Pending     Outcome = iota // not ended yet
-	Completed                  // TryComplete returned true
-	Forced                     // ForceComplete won
-	Expired                    // its Timeout passed first
-	ContextDone                // its Context was done first
-	Cancelled                  // CancelForKey removed it; OnComplete did not run
-	Closed                     // the purgatory was closed first; OnExpiration did not run
-	Shed                       // not parked: WithMaxDelayed's bound was reached; OnExpiration did not run
-)
-
-// outcomes is the one table of outcomes: each one's name (String, and so the
-// metrics label) and its field in Stats (Ended, and the snapshot). Pending
-// has no field: it is not an end.
-var outcomes = [...]struct {
-	name  string
-	field func(*Stats) *int64
-}{
-	Pending:     {"pending", nil},
-	Completed:   {"completed", func(s *Stats) *int64 { return &s.Completed }},
-	Forced:      {"forced", func(s *Stats) *int64 { return &s.Forced }},
-	Expired:     {"expired", func(s *Stats) *int64 { return &s.Expired }},
-	ContextDone: {"context_done", func(s *Stats) *int64 { return &s.ContextDone }},
-	Cancelled:   {"cancelled", func(s *Stats) *int64 { return &s.Cancelled }},
-	Closed:      {"closed", func(s *Stats) *int64 { return &s.Closed }},
-	Shed:        {"shed", func(s *Stats) *int64 { return &s.Shed }},
-}
-
-// String returns the outcome's name as the metrics label it (completed,
-// forced, expired, context_done, cancelled, closed, shed), or pending.
-func (o Outcome) String() string {
-	if o < 0 || int(o) >= len(outcomes) {
-		return "unknown"
-	}
-	return outcomes[o].name
-}
-
-// Outcomes returns the outcomes an operation can end with, in order:
-// Completed, Forced, Expired, ContextDone, Cancelled, Closed, Shed. The metrics
-// package labels its series with them.
-func Outcomes() iter.Seq[Outcome] {
-	return func(yield func(Outcome) bool) {
-		for o := Pending + 1; int(o) < len(outcomes); o++ {
-			if !yield(o) {
-				return
-			}
-		}
-	}
-}
-
-// NoTimeout, as Op.Timeout, makes an operation wait without a timeout: only
-// completion, ForceComplete, its Context, CancelForKey or Close end it. (It is
-// the largest Duration, about 292 years, so a computed timeout that saturates
-// means the same thing.)
-const NoTimeout time.Duration = math.MaxInt64
-
 // An operation's life, in one place (the manner of runtime/time.go).
 //
-// Op.state is one word: the Outcome in its low four bits, two try bits, the
-// solo bit (try.go), and the locker bit, set by bind if Op.Locker is set and
-// kept by every move but an outcome, so that a try reads nothing of Op but
-// this word. Its states, and who moves between them, by compare-and-swap
-// only:
+// Op.state is one word, read and written only in state.go: the Outcome in its
+// low four bits; the try, a turn (turn.go) of two bits, trying and again; the
+// solo bit; and the locker bit, set by bind if Op.Locker is set and kept by
+// every move but an outcome, so that a try reads nothing of Op but this word.
+// Its states, and who moves between them, by compare-and-swap only:
 //
 //	Pending              no outcome, no try running. acquire may take the
 //	                     try bit; claim may set an outcome.
@@ -136,12 +73,21 @@ const NoTimeout time.Duration = math.MaxInt64
 //	                     because TryComplete panicked (abandon); Outcome
 //	                     reports Pending.
 //	Pending|solo         watched under one key, and TryCompleteElseWatch has
-//	                     let go: only that key's walk tries it (one walk per
-//	                     key at a time: watchList.walk), so the walk calls
-//	                     TryComplete without the try bit and claims Completed
-//	                     if it passes. solo is set by TryCompleteElseWatch's
-//	                     last settle and kept by every other move but an
-//	                     outcome.
+//	                     let go: only that key's walk tries it (a key has one
+//	                     walk at a time: watchList.walk, a turn too), so the
+//	                     walk calls TryComplete without the try bit and
+//	                     claims Completed if it passes. solo is set by
+//	                     TryCompleteElseWatch's last settle and kept by every
+//	                     other move but an outcome. A walk that read the state
+//	                     before solo was set takes the try bit as usual.
+//
+// Where it waits, under each of its keys (watchlist.go, levels.go): a plain
+// watch, or a watch at a level the key has reached, is an entry of the key's
+// list, tried by every walk of the key. A watch at a level the key has not
+// reached waits in the key's level heap, tried only by CheckAndComplete,
+// until an Advance of the key to that level moves it to the entries (reach,
+// lowest level first); it never goes back. Wherever it waits, its end drops
+// it there (a count; the list compacts itself), never unlinks it.
 //
 // The flags beside it:
 //
@@ -156,13 +102,14 @@ const NoTimeout time.Duration = math.MaxInt64
 //	                TryCompleteElseWatch reads it after watching, so an
 //	                operation Close's walk missed is ended Closed there.
 //
-// Lock order: the try bit or a key's walk, then Op.Locker (held only while
-// TryComplete runs; a key's walk also while OnComplete runs), then Op.book,
-// then a shard's mutex. A wheel shard's mutex (inside Timer.Reset and Timer.Stop)
-// is taken with no purgatory lock held; bind's InitTimer takes none. No
-// library lock is held while user code runs: the try bit and a key's walk are
-// flags that nobody waits on (whoever finds one taken asks its holder for one
-// more try, or one more pass, and moves on).
+// Lock order, the one place it is written: the try bit or a key's walk (both
+// turns), then Op.Locker (held only while TryComplete runs; a key's walk also
+// while OnComplete runs), then Op.book, then a shard's mutex (shard.mu, which
+// guards its map and its lists' entries and heaps). A wheel shard's mutex
+// (inside Timer.Reset and Timer.Stop) is taken with no purgatory lock held;
+// bind's InitTimer takes none. No library lock is held while user code runs:
+// turns are flags that nobody waits on (whoever finds one taken asks its
+// holder for one more round, and moves on).
 
 // Op is the purgatory's bookkeeping for one operation, to be embedded (by
 // value) in an [Operation]. Set Timeout (and optionally Context and Locker)
@@ -206,31 +153,12 @@ type Op struct {
 	// holds impl) comes last, in Op's last word, next to the embedding
 	// operation's own first fields, which TryComplete most likely reads: a
 	// try then usually touches one cache line of the operation, not two.
-	state atomic.Int32 // an Outcome, plus the try bits (try.go)
-	added atomic.Bool  // set by the first TryCompleteElseWatch
+	state turn        // an Outcome, the try bits, solo and locker (state.go)
+	added atomic.Bool // set by the first TryCompleteElseWatch
 }
 
 //lint:ignore U1000 called through Operation, which only embedding Op satisfies
 func (o *Op) mustEmbedPurgatoryOp() *Op { return o }
-
-// Outcome returns how the operation ended, or Pending. Inside OnComplete it
-// tells which path ended the operation.
-func (o *Op) Outcome() Outcome {
-	if out := Outcome(o.state.Load() & outcomeBits); out != withdrawn {
-		return out
-	}
-	return Pending
-}
-
-// touch loads the cache line a try reads (Op's last word, and usually the
-// embedding operation's first fields), so that a try soon after does not wait
-// for memory. (An atomic load: the compiler keeps it.)
-func (o *Op) touch() {
-	o.state.Load()
-}
-
-// IsCompleted reports whether the operation has ended, by any outcome.
-func (o *Op) IsCompleted() bool { return o.Outcome() != Pending }
 
 // ForceComplete completes op from outside the purgatory (Kafka's
 // forceComplete), for example when a response arrives by another route. It
@@ -248,21 +176,6 @@ func ForceComplete(op Operation) bool {
 	}
 	o.complete(op, Forced)
 	return true
-}
-
-// opOf returns op's Op, panicking with a message that says what to do if op is
-// nil, a typed nil pointer, or embeds a nil *Op.
-func opOf(op Operation, caller string) (o *Op) {
-	if op == nil {
-		panic("purgatory: " + caller + " called with a nil Operation")
-	}
-	defer func() {
-		if o == nil {
-			recover() // the nil dereference inside op's promoted method
-			panic("purgatory: " + caller + " called with a nil pointer as its Operation, or one that embeds a nil *purgatory.Op; embed purgatory.Op by value in a non-nil operation")
-		}
-	}()
-	return op.mustEmbedPurgatoryOp()
 }
 
 // complete runs once, after a successful claim: it detaches the operation from
@@ -339,29 +252,6 @@ func (o *Op) withdraw() {
 	}
 }
 
-// opTimeout is an operation as its timeout's Handler, a type of its own so
-// that Op has no Fire method to promote into the user's type.
-type opTimeout Op
-
-func (o *opTimeout) Fire() { (*Op)(o).expire() }
-
-// expire is the timeout's callback and contextDone the context's. They run on
-// goroutines the library owns, so a panic in the user's callbacks is recovered
-// and reported there (the operation has ended all the same).
-func (o *Op) expire() {
-	o.core.counters.inflight.Add(1)
-	defer o.core.counters.inflight.Done()
-	defer o.core.recoverPanic("an expired operation's OnComplete or OnExpiration")
-	o.end(Expired)
-}
-
-func (o *Op) contextDone() {
-	o.core.counters.inflight.Add(1)
-	defer o.core.counters.inflight.Done()
-	defer o.core.recoverPanic("OnComplete of an operation whose context was done")
-	o.end(ContextDone)
-}
-
 // end completes the bound operation with outcome unless it has ended already,
 // and reports whether it did.
 func (o *Op) end(outcome Outcome) bool {
@@ -378,12 +268,12 @@ func (o *Op) end(outcome Outcome) bool {
 func (o *Op) bind(impl Operation, c *core, tw *timingwheel.TimingWheel) bool {
 	o.book.Lock()
 	defer o.book.Unlock()
-	if o.done || o.state.Load() != int32(Pending) {
+	if o.done || !o.untouched() {
 		return false
 	}
 	o.impl, o.core = impl, c
 	if o.Locker != nil {
-		o.state.Or(lockerBit) // so that a try need not read Locker's line
+		o.markLocker()
 	}
 	tw.InitTimer(&o.timer, (*opTimeout)(o))
 	if c.settings.observer != nil {
@@ -391,71 +281,4 @@ func (o *Op) bind(impl Operation, c *core, tw *timingwheel.TimingWheel) bool {
 	}
 	c.counters.add(1)
 	return true
-}
-
-// checkTimeout panics if the operation has no way to end by itself.
-func (o *Op) checkTimeout(impl Operation) {
-	if o.Timeout != 0 {
-		return
-	}
-	if o.Context != nil {
-		if _, ok := o.Context.Deadline(); ok {
-			return
-		}
-	}
-	panic("purgatory: Op.Timeout is zero; set a positive Timeout, purgatory.NoTimeout to wait without one, or a Context with a deadline" + hidden(impl))
-}
-
-// hidden names the fields of impl's own that hide Op's Timeout and Context, so
-// that someone who set their own field learns why the purgatory saw none.
-// It runs only on the way to a panic.
-func hidden(impl Operation) (msg string) {
-	t := reflect.TypeOf(impl)
-	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
-		return ""
-	}
-	st := t.Elem()
-	for _, name := range []string{"Timeout", "Context"} {
-		if f, ok := st.FieldByName(name); ok && len(f.Index) == 1 && !f.Anonymous {
-			msg += fmt.Sprintf("; %v has a field %s of its own, which hides the embedded purgatory.Op's: set op.Op.%s (or rename yours)", t, name, name)
-		}
-	}
-	return msg
-}
-
-// arm starts the operation's timeout and ties it to its context.
-func (o *Op) arm() {
-	if o.Timeout != 0 && o.Timeout != NoTimeout {
-		o.armTimer()
-	}
-	if ctx := o.Context; ctx != nil {
-		o.setStopCtx(context.AfterFunc(ctx, o.contextDone))
-	}
-}
-
-// armTimer arms the operation's timeout and records it, or stops it again if
-// the operation ended while it was being armed.
-func (o *Op) armTimer() {
-	o.timer.Reset(o.Timeout)
-	o.book.Lock()
-	done := o.done
-	o.timed = !done
-	o.book.Unlock()
-	if done {
-		o.timer.Stop()
-	}
-}
-
-// setStopCtx records how to detach the operation from its context, or detaches
-// it at once if the operation has already ended.
-func (o *Op) setStopCtx(stop func() bool) {
-	o.book.Lock()
-	done := o.done
-	if !done {
-		o.stopCtx = stop
-	}
-	o.book.Unlock()
-	if done {
-		stop()
-	}
 }

@@ -17,6 +17,10 @@ import (
 // visits at most twice as many lists as it drops, so keys nobody watches any
 // more cost O(1) each to forget and never accumulate.
 type shard[K comparable] struct {
+	// mu guards lists and empty, and each list's entries and lv (its
+	// count, walk and leveled are atomic). It is the innermost purgatory
+	// lock (the lock order is in the block at Op) and is never held while
+	// user code runs.
 	mu    sync.Mutex
 	lists map[K]*watchList[K]
 	empty int      // lists in the map with no operations
@@ -124,52 +128,6 @@ func (s *shards[K]) watchAt(o *Op, key K, level int64) bool {
 	l.linkAt(o, level)
 	sh.mu.Unlock()
 	return true
-}
-
-// enter begins a walk of key's list: it returns the list, which the walk
-// holds until it leaves it, and the list's entries, which the walk reads in
-// place. It returns a nil list if no operation is watched under key, or if
-// another walk of the key is under way: that walk is then asked to go over the
-// list once more before it leaves.
-//
-// The walk reads every operation of the key, those waiting for a level too
-// (a copy, with them). enterAt instead first records that key is at level,
-// and the walk reads the plain entries only, now including those whose level
-// is reached (Advance).
-func (s *shards[K]) enter(key K) (*watchList[K], []entry) {
-	return s.enterAt(key, noLevel, true)
-}
-
-func (s *shards[K]) enterAt(key K, level int64, all bool) (*watchList[K], []entry) {
-	sh := s.of(key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	l := sh.lists[key]
-	if l == nil {
-		return nil, nil
-	}
-	l.reach(level)
-	ops := l.entries
-	if all {
-		ops = l.walkable()
-	}
-	if len(ops) == 0 {
-		return nil, nil
-	}
-	for {
-		switch w := l.walk.Load(); {
-		case w&walking == 0:
-			if l.walk.CompareAndSwap(w, walking) {
-				return l, ops
-			}
-		case w&again != 0:
-			return nil, nil // asked already
-		default:
-			if l.walk.CompareAndSwap(w, w|again) {
-				return nil, nil
-			}
-		}
-	}
 }
 
 // take removes key's watch list from the map and returns a copy of its

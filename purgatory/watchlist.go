@@ -46,13 +46,12 @@ type place interface {
 //     therefore read the entries it was handed with no lock: entries beyond
 //     them may be appended, into the same array or a new one, but none it
 //     reads is written until it leaves.
-//   - One walk at a time, by the word walk: walking is set by enter (under
-//     the mutex) and cleared by leave (by compare-and-swap, without the
-//     mutex), and a CheckAndComplete that finds it set sets again instead
-//     and returns; leave then clears again and hands the walk the entries
-//     once more rather than clearing walking.
-//     So no request for a walk is lost, and an operation watched under this
-//     key alone (soloBit, try.go) is tried by nobody but this list's walk.
+//   - One walk at a time: walk is a turn (turn.go), taken by enter (under
+//     the mutex) and let go by leave (without it). A CheckAndComplete or
+//     Advance that finds it taken asks for one more round and returns; leave
+//     then hands the walk the entries once more rather than letting go. So no
+//     request for a walk is lost, and an operation watched under this key
+//     alone (solo, in the block at Op) is tried by nobody but this list's walk.
 //   - A drop that finds the list walked leaves compacting to the walk, which
 //     checks the count after it lets go (leave): one of the two sees the
 //     other, so no list is left mostly dead.
@@ -73,7 +72,7 @@ type place interface {
 // W5 at 10,000 keys holds 10,000 of them.
 type watchList[K comparable] struct {
 	count   atomic.Int64 // len(entries)+len(levels) and the dead among them; see split
-	walk    atomic.Int32 // walking, and again; see above
+	walk    turn         // one walk at a time (turn.go); see above
 	leveled atomic.Bool  // lv holds a waiting operation: drops compact sooner (drop)
 	entries []entry
 	lv      *levelState // nil until the key's first level watch or Advance
@@ -109,9 +108,11 @@ func (l *watchList[K]) levelsMade() *levelState {
 	return l.lv
 }
 
-// idle reports whether the list holds no operation. The caller holds the
-// shard's mutex.
-func (l *watchList[K]) idle() bool { return len(l.entries) == 0 && len(l.waiting()) == 0 }
+// idle reports whether the list holds no operation. It reads leveled, on
+// the list's first cache line, rather than follow lv to the heap: leveled is
+// set exactly while the heap holds an entry. The caller holds the shard's
+// mutex.
+func (l *watchList[K]) idle() bool { return len(l.entries) == 0 && !l.leveled.Load() }
 
 // entry is an operation in a watch list, with the Operation that embeds it.
 // The walk reads impl here, in order through the array, so the only part of
@@ -121,12 +122,6 @@ type entry struct {
 	impl Operation
 	op   *Op
 }
-
-// The bits of watchList.walk.
-const (
-	walking int32 = 1 // a CheckAndComplete walks the list (enter to leave)
-	again   int32 = 2 // another asked for one more pass meanwhile
-)
 
 // oneEntry is one entry in watchList.count, whose high 32 bits count the
 // entries and low 32 bits the dead among them, so that a drop reads both in
@@ -207,7 +202,7 @@ func (l *watchList[K]) walkable() []entry {
 // so nothing else would let go of the ended ones (their expiries, mostly)
 // until their level came.
 func (l *watchList[K]) drop() {
-	if l.crowded(l.count.Add(1)) && l.walk.Load()&walking == 0 {
+	if l.crowded(l.count.Add(1)) && !l.walk.taken() {
 		l.compact(true)
 	}
 }
@@ -225,7 +220,7 @@ func (l *watchList[K]) crowded(count int64) bool {
 func (l *watchList[K]) compact(all bool) {
 	l.shard.mu.Lock()
 	defer l.shard.mu.Unlock()
-	if l.walk.Load()&walking == 0 {
+	if !l.walk.taken() {
 		l.compactLocked(all)
 	}
 }
@@ -240,7 +235,7 @@ func (l *watchList[K]) compactLocked(all bool) {
 	}
 	live := l.entries[:0]
 	for _, e := range l.entries {
-		if e.op.state.Load()&outcomeBits == 0 {
+		if !e.op.ended() {
 			live = append(live, e)
 		}
 	}
@@ -260,36 +255,6 @@ func (l *watchList[K]) compactLocked(all bool) {
 		sh.empty++
 		if sh.empty > minEmpty && 2*sh.empty > len(sh.lists) {
 			sh.sweep()
-		}
-	}
-}
-
-// leave implements walkList. A walk that leaves compacts the list's entries
-// if any is dead (the walk has just read them all), and its heap too if the
-// list is crowded: drops that found the list walked left compacting to it. It does so after it lets go of the
-// list, so that a drop either sees the walk over (and compacts itself) or is
-// seen here.
-func (l *watchList[K]) leave() ([]entry, bool) {
-	if l.walk.CompareAndSwap(walking, 0) {
-		if count := l.count.Load(); anyDead(count) {
-			l.compact(l.crowded(count))
-		}
-		return nil, false
-	}
-	sh := l.shard
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if count := l.count.Load(); anyDead(count) {
-		l.compactLocked(l.crowded(count))
-	}
-	for {
-		if l.walk.CompareAndSwap(walking, 0) {
-			return nil, false
-		}
-		if l.walk.CompareAndSwap(walking|again, walking) {
-			// The pass asked for may be a CheckAndComplete's, which
-			// tries the heap too.
-			return l.walkable(), true
 		}
 	}
 }

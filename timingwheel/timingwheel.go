@@ -283,9 +283,6 @@ func (tw *TimingWheel) Shutdown(ctx context.Context) (pending []func(), err erro
 // runs under, on every executor.
 var inCallback = inflight.FramesOf((*TimingWheel).run, (*TimingWheel).runAfterStop)
 
-// Observer returns the Observer given with WithObserver, or nil.
-func (tw *TimingWheel) Observer() Observer { return tw.observer }
-
 // stopped reports whether Stop has begun.
 func (tw *TimingWheel) stopped() bool { return state(tw.state.Load()) == stopped }
 
