@@ -11,7 +11,7 @@ import (
 
 // served is the requests this broker serves, and the versions of each.
 // Produce and Fetch stop before the versions that name topics by id only.
-var served map[int16]api
+var served map[kmsg.Key]api
 
 type api struct {
 	min, max int16
@@ -19,22 +19,22 @@ type api struct {
 }
 
 func init() { // not a plain initializer: ApiVersions reads the table
-	served = map[int16]api{
-		0: {3, 9, func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) {
+	served = map[kmsg.Key]api{
+		kmsg.Produce: {3, 9, func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) {
 			b.handleProduce(r.(*kmsg.ProduceRequest), reply)
 		}},
-		1: {4, 12, func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) { b.handleFetch(fetchOf(r), reply) }},
-		2: {1, 7, func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) {
+		kmsg.Fetch: {4, 12, func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) { b.handleFetch(fetchOf(r), reply) }},
+		kmsg.ListOffsets: {1, 7, func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) {
 			reply(b.listOffsets(r.(*kmsg.ListOffsetsRequest)))
 		}},
-		3: {0, 12, func(b *Broker, c *conn, r kmsg.Request, reply func(kmsg.Response)) {
+		kmsg.Metadata: {0, 12, func(b *Broker, c *conn, r kmsg.Request, reply func(kmsg.Response)) {
 			reply(b.metadata(c, r.(*kmsg.MetadataRequest)))
 		}},
-		18: {0, 3, func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) { reply(apiVersions(r)) }},
-		19: {0, 7, func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) {
+		kmsg.ApiVersions: {0, 3, func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) { reply(apiVersions(r)) }},
+		kmsg.CreateTopics: {0, 7, func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) {
 			reply(b.createTopics(r.(*kmsg.CreateTopicsRequest)))
 		}},
-		22: {0, 4, func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) {
+		kmsg.InitProducerID: {0, 4, func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) {
 			reply(b.initProducerID(r.(*kmsg.InitProducerIDRequest)))
 		}},
 	}
@@ -50,10 +50,10 @@ func fetchOf(r kmsg.Request) *kmsg.FetchRequest {
 
 func apiVersions(r kmsg.Request) kmsg.Response {
 	resp := r.ResponseKind().(*kmsg.ApiVersionsResponse)
-	for key := int16(0); key < 100; key++ {
+	for key := kmsg.Key(0); key < 100; key++ {
 		if s, ok := served[key]; ok {
 			k := kmsg.NewApiVersionsResponseApiKey()
-			k.ApiKey, k.MinVersion, k.MaxVersion = key, s.min, s.max
+			k.ApiKey, k.MinVersion, k.MaxVersion = key.Int16(), s.min, s.max
 			resp.ApiKeys = append(resp.ApiKeys, k)
 		}
 	}

@@ -21,6 +21,7 @@ type Config struct {
 	FollowerMaxWait time.Duration // a follower's fetch long-polls this long (default 500 ms)
 	FollowerDelay   time.Duration // a follower waits this long before each fetch (a slow replica)
 	MaxFrameBytes   int32         // the largest request accepted (default 100 MiB, Kafka's socket.request.max.bytes)
+	MaxMessageBytes int           // the largest record batch a produce may carry (default 1048588, Kafka's message.max.bytes)
 	Logf            func(format string, args ...any)
 }
 
@@ -80,6 +81,9 @@ func NewBroker(cfg Config) (*Broker, error) {
 	}
 	if cfg.MaxFrameBytes == 0 {
 		cfg.MaxFrameBytes = 100 << 20
+	}
+	if cfg.MaxMessageBytes == 0 {
+		cfg.MaxMessageBytes = DefaultMaxMessageBytes
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = log.Printf

@@ -239,8 +239,89 @@ func recordBatch(t *testing.T, value string) []byte {
 	binary.BigEndian.PutUint32(b[57:], 1)
 	b = append(b, rec...)
 	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
-	if _, err := splitBatches(b); err != nil {
+	if _, err := validateProduce(b, DefaultMaxMessageBytes); err != nil {
 		t.Fatal(fmt.Errorf("test batch: %w", err))
 	}
 	return b
+}
+
+// TestFetchWaitsForMinBytes: a fetch of one partition waits at the byte
+// position that gives it MinBytes (a progress watch), so a produce that
+// leaves it short does not answer it and the one that reaches it does; a
+// fetch of two partitions waits for MinBytes summed over both.
+func TestFetchWaitsForMinBytes(t *testing.T) {
+	b, addr, _ := startBroker(t, Config{Replicas: 1}, "mb:2")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchCompression(kgo.NoCompression())) // so that a record's size is its bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	produce := func(partition int32, size int) {
+		t.Helper()
+		r := &kgo.Record{Topic: "mb", Partition: partition, Value: make([]byte, size)}
+		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	parked := func(n int) {
+		t.Helper()
+		for b.fetches.Delayed() != n {
+			if ctx.Err() != nil {
+				t.Fatalf("%d fetches parked, want %d", b.fetches.Delayed(), n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+
+	one := dialRaw(t, addr)
+	if err := one.send(fetchReq("mb", 0, 0, time.Minute, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	parked(1)
+	produce(0, 10) // acks=all with one replica: the high watermark has moved when it returns
+	produce(0, 10)
+	if n := b.fetches.Delayed(); n != 1 {
+		t.Fatalf("after 2 small records, %d fetches wait; want the one still short of MinBytes", n)
+	}
+	produce(0, 2000)
+	got, err := one.recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := got.(*kmsg.FetchResponse).Topics[0].Partitions[0]
+	if p.ErrorCode != 0 || len(p.RecordBatches) < 1000 || p.HighWatermark != 3 {
+		t.Fatalf("one-partition fetch: error %d, %d bytes, high watermark %d; want the 3 records", p.ErrorCode, len(p.RecordBatches), p.HighWatermark)
+	}
+
+	req := fetchReq("mb", 0, 3, time.Minute, 1000)
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = 1, 0, 1<<20
+	req.Topics[0].Partitions = append(req.Topics[0].Partitions, rp)
+	two := dialRaw(t, addr)
+	if err := two.send(req); err != nil {
+		t.Fatal(err)
+	}
+	parked(1)
+	produce(0, 600)
+	if n := b.fetches.Delayed(); n != 1 {
+		t.Fatalf("after 600 bytes on one partition, %d fetches wait; want the one still short", n)
+	}
+	produce(1, 600)
+	got, err = two.recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, p := range got.(*kmsg.FetchResponse).Topics[0].Partitions {
+		total += len(p.RecordBatches)
+	}
+	if total < 1000 {
+		t.Fatalf("two-partition fetch answered with %d bytes, under its MinBytes", total)
+	}
+	if s := b.fetches.Stats(); s.Completed != 2 || s.Expired != 0 {
+		t.Fatalf("fetch purgatory: %d completed, %d expired; want both fetches completed by the produce that reached MinBytes, not by MaxWait", s.Completed, s.Expired)
+	}
 }

@@ -64,9 +64,10 @@ func (c *conn) drain() {
 // header is a request header (v1, or v2 with tagged fields when the request's
 // version is flexible).
 type header struct {
-	key, version int16
-	correlation  int32
-	flexible     bool
+	key         kmsg.Key
+	version     int16
+	correlation int32
+	flexible    bool
 }
 
 // read reads requests until the connection ends or a request cannot be
@@ -96,7 +97,7 @@ func (c *conn) read() error {
 			if err != nil {
 				return err
 			}
-			if h.key == 18 { // a client's first guess: the answer names the versions served
+			if h.key == kmsg.ApiVersions { // a client's first guess: the answer names the versions served
 				h.version, h.flexible = 0, false // so that any client can read it
 			} else {
 				c.b.cfg.Logf("kafka: %v: API key %d version %d is not served here; answered UNSUPPORTED_VERSION", c.nc.RemoteAddr(), h.key, h.version)
@@ -181,7 +182,7 @@ func (f *framed) appendTo(buf []byte) []byte {
 	start := len(buf)
 	buf = append(buf, 0, 0, 0, 0)
 	buf = binary.BigEndian.AppendUint32(buf, uint32(f.h.correlation))
-	if f.h.flexible && f.h.key != 18 { // ApiVersions answers with header v0 always
+	if f.h.flexible && f.h.key != kmsg.ApiVersions { // ApiVersions answers with header v0 always
 		buf = append(buf, 0)
 	}
 	buf = f.Response.AppendTo(buf)
@@ -201,16 +202,16 @@ func (c *conn) discard() {
 // parse reads a request's header and body.
 func parse(frame []byte) (header, kmsg.Request, error) {
 	h := header{
-		key:         int16(binary.BigEndian.Uint16(frame[0:])),
+		key:         kmsg.Key(binary.BigEndian.Uint16(frame[0:])),
 		version:     int16(binary.BigEndian.Uint16(frame[2:])),
 		correlation: int32(binary.BigEndian.Uint32(frame[4:])),
 	}
-	req := kmsg.RequestForKey(h.key)
+	req := h.key.Request()
 	if req == nil {
 		return h, nil, fmt.Errorf("unknown API key %d (version %d)", h.key, h.version)
 	}
 	if h.version < 0 || h.version > req.MaxVersion() {
-		if h.key == 18 {
+		if h.key == kmsg.ApiVersions {
 			return h, req, nil // ApiVersions: answered with UNSUPPORTED_VERSION
 		}
 		return h, nil, fmt.Errorf("%T version %d: kmsg knows up to %d", req, h.version, req.MaxVersion())
@@ -271,7 +272,7 @@ var errTruncated = errors.New("truncated request header")
 // UNSUPPORTED_VERSION in its top-level error code if it has one. A request
 // with nowhere to put the error is refused with an error, for the log.
 func unsupported(h header, req kmsg.Request) (kmsg.Response, error) {
-	if h.key == 18 {
+	if h.key == kmsg.ApiVersions {
 		resp := apiVersions(req).(*kmsg.ApiVersionsResponse)
 		resp.ErrorCode = kerr.UnsupportedVersion.Code
 		return resp, nil

@@ -99,6 +99,16 @@ func (b *Broker) handleFetch(req *kmsg.FetchRequest, reply func(kmsg.Response)) 
 		reply(d.response()) // a topic was created since the follower asked: ask again
 		return
 	}
+	if len(keys) == 1 && keys[0].log != nil {
+		// One partition: MinBytes maps exactly to a byte position of its
+		// log, a level that only grows (readableEnd), so an append or a
+		// rise of the high watermark tries this fetch only once it is
+		// reached. A fetch of several partitions waits for MinBytes summed
+		// over them, which no one partition's level tells: a plain watch.
+		level := keys[0].log.bytesBefore(d.parts[0].offset) + d.minBytes
+		b.fetches.TryCompleteElseWatchAt(d, purgatory.At(keys[0], level))
+		return
+	}
 	b.fetches.TryCompleteElseWatch(d, keys...)
 }
 
@@ -145,14 +155,13 @@ func (d *delayedFetch) response() kmsg.Response {
 }
 
 // highWatermarkMoved wakes what waits for l's high watermark: the acks=all
-// produces it replicated (an advance tries only those), and consumers'
-// fetches. A fetch still tries every watcher of its partition: it waits for
-// MinBytes summed over every partition it reads, which no one partition's
-// level says.
+// produces it replicated and the one-partition consumer fetches whose bytes
+// it made readable (an advance tries only those), and the consumers' fetches
+// of several partitions (every one, as Kafka does).
 func (b *Broker) highWatermarkMoved(l *partitionLog) {
 	_, hw, _ := l.offsets()
 	b.produces.Advance(l, hw)
-	b.fetches.CheckAndComplete(fetchKey{l, false})
+	b.fetches.Advance(fetchKey{l, false}, l.readableEnd(false))
 }
 
 // parkFollower records a follower's fetch for wakeFollowers before it is

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/binary"
 	"net"
 	"testing"
@@ -10,9 +11,10 @@ import (
 )
 
 // FuzzRequest feeds arbitrary frames to the parser and, where one parses, to
-// its handler, on a broker with a topic; no input may panic, and every served
+// its handler, on a broker with a topic; no input may panic, every served
 // request is answered exactly once, at once or by its MaxWait or timeout
-// (both 0 here, so at once). Topics are only validated, not created, so that
+// (both 0 here, so at once), and every batch stored is well formed
+// (wellFormed, franz-go's reading of it). Topics are only validated, not created, so that
 // the broker stays the same size from input to input.
 func FuzzRequest(f *testing.F) {
 	for _, req := range []kmsg.Request{
@@ -36,7 +38,7 @@ func FuzzRequest(f *testing.F) {
 		kmsg.NewPtrCreateTopicsRequest(),
 	} {
 		if req.GetVersion() == 0 {
-			req.SetVersion(min(req.MaxVersion(), served[req.Key()].max))
+			req.SetVersion(min(req.MaxVersion(), served[kmsg.Key(req.Key())].max))
 		}
 		f.Add(frame(req, 1)[4:])
 	}
@@ -51,7 +53,9 @@ func FuzzRequest(f *testing.F) {
 	server, client := net.Pipe()
 	defer client.Close()
 	c := newConn(b, server)
+	checked := map[*partitionLog]int{} // batches found well formed so far
 	f.Fuzz(func(t *testing.T, body []byte) {
+		defer storedAreWellFormed(t, b, checked)
 		if len(body) < 8 {
 			return
 		}
@@ -90,4 +94,26 @@ func FuzzRequest(f *testing.F) {
 		default:
 		}
 	})
+}
+
+// storedAreWellFormed checks the batches stored in topic t since the last
+// call: each, with its base offset as the client sent it (0), is well formed.
+func storedAreWellFormed(t *testing.T, b *Broker, checked map[*partitionLog]int) {
+	for i := int32(0); ; i++ {
+		l := b.partition("t", i)
+		if l == nil {
+			return
+		}
+		l.mu.Lock()
+		batches := l.batches[checked[l]:]
+		checked[l] = len(l.batches)
+		l.mu.Unlock()
+		for _, stored := range batches {
+			sent := bytes.Clone(stored.data)
+			binary.BigEndian.PutUint64(sent[offBaseOffset:], 0)
+			if err := wellFormed(sent); err != nil {
+				t.Fatalf("stored at %v offset %d: %v", l, stored.base, err)
+			}
+		}
+	}
 }

@@ -148,7 +148,7 @@ func (c *rawConn) recv() (kmsg.Response, error) {
 	body = body[4:]
 	resp := req.ResponseKind()
 	resp.SetVersion(req.GetVersion())
-	if resp.IsFlexible() && req.Key() != 18 {
+	if resp.IsFlexible() && req.Key() != kmsg.ApiVersions.Int16() {
 		body = body[1:] // no tagged fields in our responses' headers
 	}
 	return resp, resp.ReadFrom(body)

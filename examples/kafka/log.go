@@ -203,6 +203,25 @@ func (l *partitionLog) posOf(offset int64) int64 {
 	return l.size
 }
 
+// bytesBefore returns how many bytes of the log lie before the batch holding
+// offset: a fetch from offset has n bytes to read once readableEnd reaches
+// bytesBefore(offset)+n.
+func (l *partitionLog) bytesBefore(offset int64) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.posOf(offset)
+}
+
+// readableEnd returns how many bytes of the log a reader may read from its
+// start: up to the high watermark for a consumer, the log end for a
+// follower. It only grows (the log is never truncated), so it is the level of
+// the reader's fetch key.
+func (l *partitionLog) readableEnd(follower bool) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.posOf(l.limit(follower))
+}
+
 // limit is how far a reader may read: the high watermark for a consumer, the
 // log end for a follower. The caller holds mu.
 func (l *partitionLog) limit(follower bool) int64 {

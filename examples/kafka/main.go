@@ -47,6 +47,7 @@ func main() {
 	flag.IntVar(&o.cfg.Replicas, "replicas", 3, "replicas per partition, the leader included")
 	flag.BoolVar(&o.cfg.AutoCreate, "auto-create", true, "create a topic the first time a client asks for it")
 	flag.DurationVar(&o.cfg.FollowerDelay, "follower-delay", 0, "each follower waits this long before each fetch (a slow replica)")
+	flag.IntVar(&o.cfg.MaxMessageBytes, "max-message-bytes", DefaultMaxMessageBytes, "the largest record batch a produce may carry (Kafka's message.max.bytes); larger ones are answered MESSAGE_TOO_LARGE")
 	flag.DurationVar(&o.grace, "grace", 10*time.Second, "how long shutdown may take")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()

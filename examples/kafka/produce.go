@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -113,31 +112,22 @@ func (b *Broker) handleProduce(req *kmsg.ProduceRequest, reply func(kmsg.Respons
 	}
 }
 
-// append writes records to l, records the outcome in into, and returns the
-// last offset written (or, for a retried batch, the offset it was written at
-// the first time).
+// append validates records (validate.go) and writes them to l, records the
+// outcome in into, and returns the last offset written (or, for a retried
+// batch, the offset it was written at the first time). A batch refused
+// leaves l as it was.
 func (b *Broker) append(l *partitionLog, records []byte, into *kmsg.ProduceResponseTopicPartition) (last int64, err error) {
 	into.LogAppendTime, into.LogStartOffset = -1, 0
-	batches, err := splitBatches(records)
+	data, err := validateProduce(records, b.cfg.MaxMessageBytes)
+	if err == nil {
+		into.BaseOffset, last, err = l.appendBatch(data)
+	}
 	if err != nil {
-		into.ErrorCode, into.BaseOffset = kerr.CorruptMessage.Code, -1
+		msg := err.Error()
+		into.ErrorCode, into.ErrorMessage, into.BaseOffset = errorCode(err), &msg, -1
 		return 0, err
 	}
-	for i, data := range batches {
-		base, end, err := l.appendBatch(data)
-		if err != nil {
-			into.ErrorCode, into.BaseOffset = kerr.CorruptMessage.Code, -1
-			if errors.Is(err, errOutOfOrder) {
-				into.ErrorCode = kerr.OutOfOrderSequenceNumber.Code
-			}
-			return 0, err
-		}
-		if i == 0 {
-			into.BaseOffset = base
-		}
-		last = end
-	}
-	b.fetches.CheckAndComplete(fetchKey{l, true})
+	b.fetches.Advance(fetchKey{l, true}, l.readableEnd(true)) // followers' fetches
 	if b.cfg.Replicas == 1 {
 		b.highWatermarkMoved(l)
 	}
