@@ -37,6 +37,38 @@ func init() { // not a plain initializer: ApiVersions reads the table
 		kmsg.InitProducerID: {0, 4, func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) {
 			reply(b.initProducerID(r.(*kmsg.InitProducerIDRequest)))
 		}},
+
+		// The group coordinator (group.go): the classic protocol. Not
+		// the new one (ConsumerGroupHeartbeat, KIP-848), and not static
+		// membership's fencing: a group instance ID is taken as a plain
+		// member's.
+		kmsg.FindCoordinator: {0, 4, func(b *Broker, c *conn, r kmsg.Request, reply func(kmsg.Response)) {
+			reply(b.findCoordinator(c, r.(*kmsg.FindCoordinatorRequest)))
+		}},
+		kmsg.JoinGroup: {0, 9, func(b *Broker, c *conn, r kmsg.Request, reply func(kmsg.Response)) {
+			b.groups.joinGroup(client{c.clientID, c.host()}, r.(*kmsg.JoinGroupRequest), reply)
+		}},
+		kmsg.SyncGroup: {0, 5, func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) {
+			b.groups.syncGroup(r.(*kmsg.SyncGroupRequest), reply)
+		}},
+		kmsg.Heartbeat: {0, 4, func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) {
+			reply(b.groups.heartbeat(r.(*kmsg.HeartbeatRequest)))
+		}},
+		kmsg.LeaveGroup: {0, 5, func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) {
+			reply(b.groups.leaveGroup(r.(*kmsg.LeaveGroupRequest)))
+		}},
+		kmsg.OffsetCommit: {0, 8, func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) {
+			reply(b.groups.offsetCommit(r.(*kmsg.OffsetCommitRequest)))
+		}},
+		kmsg.OffsetFetch: {0, 7, func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) {
+			reply(b.groups.offsetFetch(r.(*kmsg.OffsetFetchRequest)))
+		}},
+		kmsg.ListGroups: {0, 4, func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) {
+			reply(b.groups.listGroups(r.(*kmsg.ListGroupsRequest)))
+		}},
+		kmsg.DescribeGroups: {0, 5, func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) {
+			reply(b.groups.describeGroups(r.(*kmsg.DescribeGroupsRequest)))
+		}},
 	}
 }
 

@@ -108,17 +108,17 @@ func TestUnservedRequestsGetErrorCodes(t *testing.T) {
 		t.Errorf("ApiVersions v9: error %d with %d keys; want UNSUPPORTED_VERSION and the keys", r.ErrorCode, len(r.ApiKeys))
 	}
 
-	join := kmsg.NewPtrJoinGroupRequest() // groups are not served
-	join.Version, join.Group, join.ProtocolType = 5, "g", "consumer"
-	resp, err = c.do(join)
+	end := kmsg.NewPtrEndTxnRequest() // transactions are not served
+	end.Version, end.TransactionalID = 1, "tx"
+	resp, err = c.do(end)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code := resp.(*kmsg.JoinGroupResponse).ErrorCode; code != kerr.UnsupportedVersion.Code {
-		t.Errorf("JoinGroup: error %d, want UNSUPPORTED_VERSION (35)", code)
+	if code := resp.(*kmsg.EndTxnResponse).ErrorCode; code != kerr.UnsupportedVersion.Code {
+		t.Errorf("EndTxn: error %d, want UNSUPPORTED_VERSION (35)", code)
 	}
-	if !logs.has("API key 11 version 5 is not served") {
-		t.Errorf("no log line for the JoinGroup; log: %q", logs.lines)
+	if !logs.has("API key 26 version 1 is not served") {
+		t.Errorf("no log line for the EndTxn; log: %q", logs.lines)
 	}
 
 	for _, name := range []string{"t", "nope"} { // partition 3 of t; topic nope

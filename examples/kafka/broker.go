@@ -22,7 +22,11 @@ type Config struct {
 	FollowerDelay   time.Duration // a follower waits this long before each fetch (a slow replica)
 	MaxFrameBytes   int32         // the largest request accepted (default 100 MiB, Kafka's socket.request.max.bytes)
 	MaxMessageBytes int           // the largest record batch a produce may carry (default 1048588, Kafka's message.max.bytes)
-	Logf            func(format string, args ...any)
+	// InitialRebalanceDelay is how long a group's first rebalance waits for
+	// more members (Kafka's group.initial.rebalance.delay.ms; default 3 s,
+	// negative for none).
+	InitialRebalanceDelay time.Duration
+	Logf                  func(format string, args ...any)
 }
 
 // Broker is one Kafka broker, node 0, leader of every partition; each
@@ -35,6 +39,7 @@ type Broker struct {
 	tw       *timingwheel.TimingWheel
 	produces *purgatory.Purgatory[*partitionLog]
 	fetches  *purgatory.Purgatory[fetchKey]
+	groups   *coordinator    // its join purgatory and its members' sessions share the wheel
 	ctx      context.Context // done when Shutdown begins
 	cancel   context.CancelFunc
 
@@ -85,6 +90,9 @@ func NewBroker(cfg Config) (*Broker, error) {
 	if cfg.MaxMessageBytes == 0 {
 		cfg.MaxMessageBytes = DefaultMaxMessageBytes
 	}
+	if cfg.InitialRebalanceDelay == 0 {
+		cfg.InitialRebalanceDelay = DefaultInitialRebalanceDelay
+	}
 	if cfg.Logf == nil {
 		cfg.Logf = log.Printf
 	}
@@ -97,13 +105,19 @@ func NewBroker(cfg Config) (*Broker, error) {
 	}
 	b := &Broker{cfg: cfg, tw: tw, topics: map[string]*topic{}, conns: map[*conn]struct{}{}, followerFetches: map[int]*delayedFetch{}, known: map[int]int{}}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
+	var joins *purgatory.Purgatory[*group]
 	if b.produces, err = purgatory.New[*partitionLog]("produce", purgatory.WithTimingWheel(tw)); err == nil {
 		b.fetches, err = purgatory.New[fetchKey]("fetch", purgatory.WithTimingWheel(tw))
 	}
+	if err == nil {
+		joins, err = purgatory.New[*group]("join", purgatory.WithTimingWheel(tw))
+	}
+
 	if err != nil {
 		tw.Stop()
 		return nil, err
 	}
+	b.groups = newCoordinator(b, joins, tw, max(0, cfg.InitialRebalanceDelay))
 	for f := 1; f < cfg.Replicas; f++ {
 		b.wg.Add(1)
 		go b.follow(f)
@@ -254,6 +268,8 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	// OnComplete hands each answer to its connection's writer.
 	b.produces.Close()
 	b.fetches.Close()
+	b.groups.joins.Close()
+	b.groups.close()
 	for _, c := range conns {
 		c.drain() // stop reading; close once every answer is written
 	}

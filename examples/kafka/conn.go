@@ -25,6 +25,19 @@ type conn struct {
 	nc      net.Conn
 	pending chan chan kmsg.Response // answers to come, in request order
 	once    sync.Once               // closes pending
+	// clientID is the client id of the request being handled; only the
+	// reader, which runs the handlers, reads or writes it.
+	clientID string
+}
+
+// host is the client's address without its port, as group members are
+// described.
+func (c *conn) host() string {
+	host, _, err := net.SplitHostPort(c.nc.RemoteAddr().String())
+	if err != nil {
+		return c.nc.RemoteAddr().String()
+	}
+	return "/" + host
 }
 
 // maxInFlight bounds the requests a connection may have unanswered; its
@@ -68,6 +81,7 @@ type header struct {
 	version     int16
 	correlation int32
 	flexible    bool
+	clientID    string
 }
 
 // read reads requests until the connection ends or a request cannot be
@@ -107,6 +121,7 @@ func (c *conn) read() error {
 			}
 			continue
 		}
+		c.clientID = h.clientID
 		if err := c.answer(h, func(reply func(kmsg.Response)) { s.handle(c.b, c, req, reply) }); err != nil {
 			return err
 		}
@@ -218,7 +233,7 @@ func parse(frame []byte) (header, kmsg.Request, error) {
 	}
 	req.SetVersion(h.version)
 	h.flexible = req.IsFlexible()
-	body, err := skipHeader(frame[8:], h.flexible)
+	body, err := skipHeader(frame[8:], h.flexible, &h.clientID)
 	if err != nil {
 		return h, nil, err
 	}
@@ -228,9 +243,9 @@ func parse(frame []byte) (header, kmsg.Request, error) {
 	return h, req, nil
 }
 
-// skipHeader skips the client id and, in a flexible header, its tagged
-// fields.
-func skipHeader(b []byte, flexible bool) ([]byte, error) {
+// skipHeader reads the client id into clientID and skips it and, in a
+// flexible header, its tagged fields.
+func skipHeader(b []byte, flexible bool, clientID *string) ([]byte, error) {
 	if len(b) < 2 {
 		return nil, errTruncated
 	}
@@ -238,6 +253,7 @@ func skipHeader(b []byte, flexible bool) ([]byte, error) {
 		if len(b) < 2+int(n) {
 			return nil, errTruncated
 		}
+		*clientID = string(b[2 : 2+int(n)])
 		b = b[2+int(n):]
 	} else {
 		b = b[2:]

@@ -36,13 +36,29 @@ func FuzzRequest(f *testing.F) {
 		kmsg.NewPtrListOffsetsRequest(),
 		kmsg.NewPtrInitProducerIDRequest(),
 		kmsg.NewPtrCreateTopicsRequest(),
+		func() kmsg.Request {
+			r := kmsg.NewPtrJoinGroupRequest()
+			r.Version, r.Group, r.SessionTimeoutMillis, r.ProtocolType = 3, "g", 10_000, "consumer"
+			p := kmsg.NewJoinGroupRequestProtocol()
+			p.Name = "range"
+			r.Protocols = append(r.Protocols, p)
+			return r
+		}(),
+		kmsg.NewPtrSyncGroupRequest(),
+		kmsg.NewPtrHeartbeatRequest(),
+		kmsg.NewPtrLeaveGroupRequest(),
+		kmsg.NewPtrOffsetCommitRequest(),
+		kmsg.NewPtrOffsetFetchRequest(),
+		kmsg.NewPtrFindCoordinatorRequest(),
+		kmsg.NewPtrListGroupsRequest(),
+		kmsg.NewPtrDescribeGroupsRequest(),
 	} {
 		if req.GetVersion() == 0 {
 			req.SetVersion(min(req.MaxVersion(), served[kmsg.Key(req.Key())].max))
 		}
 		f.Add(frame(req, 1)[4:])
 	}
-	b, err := NewBroker(Config{Replicas: 2, Logf: func(string, ...any) {}})
+	b, err := NewBroker(Config{Replicas: 2, InitialRebalanceDelay: -1, Logf: func(string, ...any) {}})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -76,6 +92,11 @@ func FuzzRequest(f *testing.F) {
 			r.TimeoutMillis = min(r.TimeoutMillis, 0)
 		case *kmsg.CreateTopicsRequest:
 			r.ValidateOnly = true // the broker would grow with every input
+		case *kmsg.JoinGroupRequest:
+			r.RebalanceTimeoutMillis = min(r.RebalanceTimeoutMillis, 0) // a join waits at most this long
+			if r.Version == 0 {
+				r.SessionTimeoutMillis = min(r.SessionTimeoutMillis, 6000) // and at v0, this
+			}
 		}
 		answers := make(chan kmsg.Response, 2)
 		s.handle(b, c, req, func(r kmsg.Response) { answers <- r })

@@ -48,9 +48,13 @@ func main() {
 	flag.BoolVar(&o.cfg.AutoCreate, "auto-create", true, "create a topic the first time a client asks for it")
 	flag.DurationVar(&o.cfg.FollowerDelay, "follower-delay", 0, "each follower waits this long before each fetch (a slow replica)")
 	flag.IntVar(&o.cfg.MaxMessageBytes, "max-message-bytes", DefaultMaxMessageBytes, "the largest record batch a produce may carry (Kafka's message.max.bytes); larger ones are answered MESSAGE_TOO_LARGE")
+	flag.DurationVar(&o.cfg.InitialRebalanceDelay, "group-initial-rebalance-delay", DefaultInitialRebalanceDelay, "how long a consumer group's first rebalance waits for more members (Kafka's group.initial.rebalance.delay.ms; 0: none)")
 	flag.DurationVar(&o.grace, "grace", 10*time.Second, "how long shutdown may take")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
+	if o.cfg.InitialRebalanceDelay == 0 {
+		o.cfg.InitialRebalanceDelay = -1 // none; in a Config, zero is the default
+	}
 	if o.cpuProfile != "" {
 		f, err := os.Create(o.cpuProfile)
 		if err == nil {
@@ -137,12 +141,14 @@ func createTopics(b *Broker, spec string) error {
 	return nil
 }
 
-// serveMetrics exports both purgatories and their wheel.
+// serveMetrics exports the three purgatories (produce, fetch, join) and
+// their wheel, which also runs the group members' sessions.
 func serveMetrics(b *Broker, addr string) (*http.Server, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		metrics.NewPurgatoryCollector(b.produces),
 		metrics.NewPurgatoryCollector(b.fetches),
+		metrics.NewPurgatoryCollector(b.groups.joins),
 		metrics.NewTimingWheelCollector(b.tw, "kafka"),
 	)
 	ln, err := net.Listen("tcp", addr)

@@ -1,0 +1,494 @@
+package main
+
+import (
+	"crypto/rand"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/purgatory-go/purgatory/purgatory"
+	"github.com/purgatory-go/purgatory/timingwheel"
+)
+
+// The group coordinator, Kafka's classic protocol (GroupCoordinator and
+// GroupMetadata), on two purgatories as Kafka runs it:
+//
+//   - join: a DelayedJoin per rebalance, watched under its group, holds every
+//     member's JoinGroup until each known member has rejoined or the
+//     rebalance timeout (the largest of the members') passes; then the
+//     members that did not rejoin are dropped, the generation moves on and
+//     every JoinGroup is answered, the leader's with the members. A group's
+//     first rebalance waits group.initial.rebalance.delay.ms instead, and
+//     again while members keep arriving, up to the rebalance timeout, so
+//     that a fleet starting together gets one rebalance, not one per member.
+//   - sessions: a member expires when its session timeout passes without a
+//     heartbeat (or a join, sync or commit, which count as one). Kafka ends
+//     the member's DelayedHeartbeat and watches a new one in a heartbeat
+//     purgatory at every heartbeat; here each member owns a timer on the
+//     broker's wheel that every heartbeat resets, which BenchmarkHeartbeat
+//     measured at 3.5 times less (with 10,000 members, medians of 5: 99 ns
+//     and no allocation against 353 ns and one). A member whose session ends
+//     while it waits in a join or a sync is kept, with a new session.
+//
+// A group's states: Empty (no members), PreparingRebalance (a DelayedJoin
+// waits), CompletingRebalance (joined; waiting for the leader's SyncGroup
+// with the assignment), Stable, and Dead (the broker is shutting down). Every
+// request checks the member ID and the generation: UNKNOWN_MEMBER_ID,
+// ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS where Kafka answers them, and
+// MEMBER_ID_REQUIRED for a first JoinGroup of v4 and later (KIP-394), whose
+// ID must come back within the session timeout. Committed offsets are kept
+// in memory for the broker's life.
+//
+// Locks: a group's mu guards all of it and its members. It is never held
+// while a join operation is added or checked (its TryComplete and OnComplete
+// take it). A session timer is reset and stopped under it (the wheel's lock
+// comes after), and its Fire takes it.
+
+type groupState int
+
+const (
+	groupEmpty groupState = iota
+	groupPreparingRebalance
+	groupCompletingRebalance
+	groupStable
+	groupDead
+)
+
+func (s groupState) String() string {
+	return [...]string{"Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"}[s]
+}
+
+// The session timeouts a member may ask for: Kafka's defaults of
+// group.min.session.timeout.ms and group.max.session.timeout.ms.
+const (
+	minSessionTimeout = 6 * time.Second
+	maxSessionTimeout = 30 * time.Minute
+)
+
+// DefaultInitialRebalanceDelay is Kafka's group.initial.rebalance.delay.ms.
+const DefaultInitialRebalanceDelay = 3 * time.Second
+
+type coordinator struct {
+	joins        *purgatory.Purgatory[*group]
+	tw           *timingwheel.TimingWheel // the members' sessions
+	initialDelay time.Duration
+	b            *Broker
+
+	mu     sync.Mutex
+	groups map[string]*group
+	closed bool
+}
+
+type group struct {
+	id string
+	c  *coordinator
+
+	mu           sync.Mutex
+	state        groupState
+	generation   int32
+	protocolType string
+	protocol     string // chosen by the last join
+	leader       string
+	members      map[string]*member
+	pending      map[string]*member // IDs handed out with MEMBER_ID_REQUIRED, not joined yet
+	join         *delayedJoin       // the rebalance under way
+	joinedLate   bool               // a member joined during the initial delay
+	offsets      map[topicPartition]committed
+}
+
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+type committed struct {
+	offset   int64
+	epoch    int32
+	metadata *string
+}
+
+type member struct {
+	g                  *group
+	id                 string
+	clientID, host     string
+	session, rebalance time.Duration
+	protocols          []kmsg.JoinGroupRequestProtocol
+	assignment         []byte
+	joining            *pendingJoin      // its JoinGroup, waiting for the rebalance
+	syncing            *pendingSync      // its SyncGroup, waiting for the leader's
+	alive              timingwheel.Timer // its session: Fire expires it
+	deadline           time.Time         // when its session ends, as the last beat set it
+}
+
+type pendingJoin struct {
+	req   *kmsg.JoinGroupRequest
+	reply func(kmsg.Response)
+}
+
+type pendingSync struct {
+	req   *kmsg.SyncGroupRequest
+	reply func(kmsg.Response)
+}
+
+func newCoordinator(b *Broker, joins *purgatory.Purgatory[*group], tw *timingwheel.TimingWheel, initialDelay time.Duration) *coordinator {
+	return &coordinator{b: b, joins: joins, tw: tw, initialDelay: initialDelay, groups: map[string]*group{}}
+}
+
+// newMember makes a member of g, its session not started.
+func (c *coordinator) newMember(g *group, id string) *member {
+	m := &member{g: g, id: id}
+	c.tw.InitTimer(&m.alive, m)
+	return m
+}
+
+// group returns the group named id, making it (Empty) if create is set; nil
+// if it does not exist and create is not set, or after shutdown began.
+func (c *coordinator) group(id string, create bool) *group {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.groups[id]
+	if g == nil && create && !c.closed {
+		g = &group{id: id, c: c, members: map[string]*member{}, pending: map[string]*member{}, offsets: map[topicPartition]committed{}}
+		c.groups[id] = g
+	}
+	return g
+}
+
+// delayedJoin holds a rebalance's JoinGroups (Kafka's DelayedJoin, and
+// InitialDelayedJoin with initial set).
+type delayedJoin struct {
+	purgatory.Op
+	c         *coordinator
+	g         *group
+	initial   bool          // the first rebalance's delay: it only expires
+	remaining time.Duration // of the rebalance timeout, for an initial delay's extensions
+}
+
+// TryComplete reports whether every member has rejoined and no member ID
+// handed out is still to come back.
+func (d *delayedJoin) TryComplete() bool {
+	if d.initial {
+		return false
+	}
+	d.g.mu.Lock()
+	defer d.g.mu.Unlock()
+	return d.g.allJoined()
+}
+
+func (d *delayedJoin) OnComplete()   { d.c.completeJoin(d) }
+func (d *delayedJoin) OnExpiration() {}
+
+func (g *group) allJoined() bool {
+	if len(g.pending) > 0 {
+		return false
+	}
+	for _, m := range g.members {
+		if m.joining == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// beat starts m's session anew. The caller holds the group's mu.
+func (c *coordinator) beat(m *member) {
+	m.deadline = time.Now().Add(m.session)
+	m.alive.Reset(m.session)
+}
+
+// Fire is m's session's end.
+func (m *member) Fire() { m.g.c.expire(m) }
+
+// expire removes a member whose session ended without a heartbeat, unless it
+// waits in a join or a sync (then it is alive: a new session starts), or a
+// heartbeat came since the timer fired.
+func (c *coordinator) expire(m *member) {
+	g := m.g
+	g.mu.Lock()
+	if time.Now().Before(m.deadline) {
+		g.mu.Unlock()
+		return
+	}
+	if g.pending[m.id] == m {
+		delete(g.pending, m.id)
+		g.mu.Unlock()
+		c.joins.CheckAndComplete(g) // the join may have waited for it
+		return
+	}
+	if g.members[m.id] != m {
+		g.mu.Unlock()
+		return
+	}
+	if m.joining != nil || m.syncing != nil {
+		c.beat(m)
+		g.mu.Unlock()
+		return
+	}
+	c.b.cfg.Logf("kafka: group %s: member %s expired after %v without a heartbeat", g.id, m.id, m.session)
+	next := c.remove(g, m)
+	g.mu.Unlock()
+	c.watchJoin(g, next)
+}
+
+// remove drops m from g and starts or checks the rebalance that follows. It
+// returns a new join operation to watch, if it began one. The caller holds
+// g.mu.
+func (c *coordinator) remove(g *group, m *member) *delayedJoin {
+	delete(g.members, m.id)
+	m.alive.Stop()
+	if m.joining != nil {
+		m.joining.fail(kerr.UnknownMemberID.Code, m.id)
+		m.joining = nil
+	}
+	if m.syncing != nil {
+		m.syncing.fail(kerr.UnknownMemberID.Code)
+		m.syncing = nil
+	}
+	if g.leader == m.id {
+		g.leader = ""
+		for id := range g.members {
+			g.leader = id
+			break
+		}
+	}
+	switch g.state {
+	case groupStable, groupCompletingRebalance:
+		return c.prepareRebalance(g)
+	}
+	return nil
+}
+
+// watchJoin adds a new join operation, or checks the one under way, with no
+// group lock held (its TryComplete and OnComplete take it).
+func (c *coordinator) watchJoin(g *group, d *delayedJoin) {
+	if d != nil {
+		c.joins.TryCompleteElseWatch(d, g)
+		return
+	}
+	c.joins.CheckAndComplete(g)
+}
+
+// prepareRebalance moves g to PreparingRebalance and returns the join
+// operation to watch. Syncs waiting for an assignment are answered
+// REBALANCE_IN_PROGRESS: they must rejoin. The caller holds g.mu.
+func (c *coordinator) prepareRebalance(g *group) *delayedJoin {
+	if g.state == groupCompletingRebalance {
+		for _, m := range g.members {
+			if m.syncing != nil {
+				m.syncing.fail(kerr.RebalanceInProgress.Code)
+				m.syncing = nil
+			}
+		}
+	}
+	d := &delayedJoin{c: c, g: g}
+	var timeout time.Duration
+	for _, m := range g.members {
+		timeout = max(timeout, m.rebalance)
+	}
+	d.Timeout = due(timeout)
+	if g.state == groupEmpty && c.initialDelay > 0 {
+		d.initial = true
+		d.Timeout = due(min(c.initialDelay, timeout))
+		d.remaining = timeout - min(c.initialDelay, timeout)
+		g.joinedLate = false
+	}
+	g.state = groupPreparingRebalance
+	g.join = d
+	return d
+}
+
+// due is a wait as an operation's Timeout: a wait of zero (a rebalance
+// timeout of 0) is due at once, where a zero Timeout would be a mistake.
+func due(wait time.Duration) time.Duration {
+	if wait <= 0 {
+		return -1
+	}
+	return wait
+}
+
+// completeJoin ends a rebalance's wait: at an initial delay's end, it waits
+// once more if members joined meanwhile and the rebalance timeout allows;
+// otherwise the members that did not rejoin are dropped, the generation moves
+// on, a protocol is chosen and every JoinGroup is answered.
+func (c *coordinator) completeJoin(d *delayedJoin) {
+	g := d.g
+	g.mu.Lock()
+	if g.join != d {
+		g.mu.Unlock()
+		return
+	}
+	if d.Outcome() == purgatory.Closed {
+		g.state, g.join = groupDead, nil
+		for _, m := range g.members {
+			if m.joining != nil {
+				m.joining.fail(kerr.NotCoordinator.Code, m.id)
+				m.joining = nil
+			}
+		}
+		g.mu.Unlock()
+		return
+	}
+	if d.initial && g.joinedLate && d.remaining > 0 {
+		next := &delayedJoin{c: c, g: g, initial: true}
+		wait := min(c.initialDelay, d.remaining)
+		next.Timeout, next.remaining = due(wait), d.remaining-wait
+		g.join, g.joinedLate = next, false
+		g.mu.Unlock()
+		c.joins.TryCompleteElseWatch(next, g)
+		return
+	}
+	g.join = nil
+	for _, m := range g.members {
+		if m.joining == nil {
+			c.b.cfg.Logf("kafka: group %s: member %s did not rejoin in time", g.id, m.id)
+			delete(g.members, m.id)
+			m.alive.Stop()
+		}
+	}
+	g.generation++
+	if len(g.members) == 0 {
+		g.state, g.protocol, g.leader = groupEmpty, "", ""
+		g.mu.Unlock()
+		return
+	}
+	if g.members[g.leader] == nil {
+		g.leader = ""
+		for id := range g.members {
+			g.leader = id
+			break
+		}
+	}
+	g.protocol = g.chooseProtocol()
+	g.state = groupCompletingRebalance
+	for _, m := range g.members {
+		m.joining.answer(g, m)
+		m.joining = nil
+		c.beat(m)
+	}
+	g.mu.Unlock()
+}
+
+// chooseProtocol picks the protocol every member supports that most members
+// prefer (each votes for its first choice among those), the leader's order
+// breaking ties. The caller holds g.mu.
+func (g *group) chooseProtocol() string {
+	var common []string
+	for _, p := range g.members[g.leader].protocols {
+		all := true
+		for _, m := range g.members {
+			all = all && m.supports(p.Name)
+		}
+		if all {
+			common = append(common, p.Name)
+		}
+	}
+	votes := map[string]int{}
+	for _, m := range g.members {
+		for _, p := range m.protocols {
+			if slices.Contains(common, p.Name) {
+				votes[p.Name]++
+				break
+			}
+		}
+	}
+	best := ""
+	for _, name := range common {
+		if best == "" || votes[name] > votes[best] {
+			best = name
+		}
+	}
+	return best
+}
+
+func (m *member) supports(protocol string) bool {
+	return slices.ContainsFunc(m.protocols, func(p kmsg.JoinGroupRequestProtocol) bool { return p.Name == protocol })
+}
+
+// metadata returns m's metadata for protocol.
+func (m *member) metadata(protocol string) []byte {
+	for _, p := range m.protocols {
+		if p.Name == protocol {
+			return p.Metadata
+		}
+	}
+	return nil
+}
+
+// answer answers a JoinGroup with the generation just made: the leader's
+// with every member and its metadata for the chosen protocol.
+func (j *pendingJoin) answer(g *group, m *member) {
+	resp := j.req.ResponseKind().(*kmsg.JoinGroupResponse)
+	resp.Generation, resp.ProtocolType, resp.Protocol = g.generation, kmsg.StringPtr(g.protocolType), kmsg.StringPtr(g.protocol)
+	resp.LeaderID, resp.MemberID = g.leader, m.id
+	if m.id == g.leader {
+		for _, other := range g.members {
+			rm := kmsg.NewJoinGroupResponseMember()
+			rm.MemberID, rm.ProtocolMetadata = other.id, other.metadata(g.protocol)
+			resp.Members = append(resp.Members, rm)
+		}
+	}
+	j.reply(resp)
+}
+
+func (j *pendingJoin) fail(code int16, memberID string) {
+	resp := j.req.ResponseKind().(*kmsg.JoinGroupResponse)
+	resp.ErrorCode, resp.Generation, resp.MemberID = code, -1, memberID
+	j.reply(resp)
+}
+
+func (s *pendingSync) answer(assignment []byte, g *group) {
+	resp := s.req.ResponseKind().(*kmsg.SyncGroupResponse)
+	resp.MemberAssignment = assignment
+	resp.ProtocolType, resp.Protocol = kmsg.StringPtr(g.protocolType), kmsg.StringPtr(g.protocol)
+	s.reply(resp)
+}
+
+func (s *pendingSync) fail(code int16) {
+	resp := s.req.ResponseKind().(*kmsg.SyncGroupResponse)
+	resp.ErrorCode = code
+	s.reply(resp)
+}
+
+// newMemberID makes a member ID as Kafka does: the client's ID and a unique
+// suffix.
+func newMemberID(clientID string) string {
+	if clientID == "" {
+		clientID = "member"
+	}
+	return clientID + "-" + rand.Text()
+}
+
+// close answers every waiting JoinGroup and SyncGroup NOT_COORDINATOR (the
+// client looks for the coordinator again), stops every session and marks
+// every group Dead. The join purgatory is closed by the caller first.
+func (c *coordinator) close() {
+	c.mu.Lock()
+	c.closed = true
+	groups := make([]*group, 0, len(c.groups))
+	for _, g := range c.groups {
+		groups = append(groups, g)
+	}
+	c.mu.Unlock()
+	for _, g := range groups {
+		g.mu.Lock()
+		g.state = groupDead
+		for _, m := range g.pending {
+			m.alive.Stop()
+		}
+		for _, m := range g.members {
+			m.alive.Stop()
+			if m.joining != nil {
+				m.joining.fail(kerr.NotCoordinator.Code, m.id)
+				m.joining = nil
+			}
+			if m.syncing != nil {
+				m.syncing.fail(kerr.NotCoordinator.Code)
+				m.syncing = nil
+			}
+		}
+		g.mu.Unlock()
+	}
+}

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// groupState returns a group's state and member count, for tests to wait on.
+func (b *Broker) groupState(id string) (groupState, int) {
+	g := b.groups.group(id, false)
+	if g == nil {
+		return groupDead, 0
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.state, len(g.members)
+}
+
+// waitGroup waits until the group is Stable with n members.
+func waitGroup(ctx context.Context, t *testing.T, b *Broker, id string, n int) {
+	t.Helper()
+	for {
+		if s, m := b.groupState(id); s == groupStable && m == n {
+			return
+		}
+		if ctx.Err() != nil {
+			s, m := b.groupState(id)
+			t.Fatalf("group %s is %v with %d members; want Stable with %d", id, s, m, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// groupMember is one kgo group consumer of a test, and the records it saw.
+type groupMember struct {
+	cl   *kgo.Client
+	mu   sync.Mutex
+	seen map[string][]int64 // value -> offsets at which this member saw it
+	done chan struct{}
+}
+
+func startMember(t *testing.T, addr, group, topic string, balancer kgo.GroupBalancer) *groupMember {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.Balancers(balancer), kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(200*time.Millisecond),
+		kgo.DisableAutoCommit(), kgo.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &groupMember{cl: cl, seen: map[string][]int64{}, done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		for {
+			fs := cl.PollFetches(context.Background())
+			if fs.IsClientClosed() {
+				return
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				m.mu.Lock()
+				m.seen[string(r.Value)] = append(m.seen[string(r.Value)], r.Offset)
+				m.mu.Unlock()
+			})
+			// Committed before the next poll: a member that takes over a
+			// partition starts after everything this one saw.
+			if err := cl.CommitUncommittedOffsets(context.Background()); err != nil && !fs.IsClientClosed() {
+				t.Logf("commit: %v", err)
+			}
+		}
+	}()
+	return m
+}
+
+func (m *groupMember) close() {
+	m.cl.Close() // commits nothing more (autocommit is off), leaves the group
+	<-m.done
+}
+
+func (m *groupMember) count() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.seen)
+}
+
+// TestGroupConsumers: two kgo group consumers, with the range and the
+// cooperative-sticky balancers, split a topic's partitions: every record
+// produced is seen by exactly one member, once. When one leaves, the other
+// takes its partitions and reads them on from the committed offsets, seeing
+// nothing twice.
+func TestGroupConsumers(t *testing.T) {
+	for name, balancer := range map[string]kgo.GroupBalancer{"range": kgo.RangeBalancer(), "cooperative-sticky": kgo.CooperativeStickyBalancer()} {
+		t.Run(name, func(t *testing.T) {
+			b, addr, _ := startBroker(t, Config{Replicas: 1, InitialRebalanceDelay: -1}, "g:4")
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			producer, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer producer.Close()
+			produce := func(from, to int) {
+				t.Helper()
+				for i := from; i < to; i++ {
+					r := &kgo.Record{Topic: "g", Partition: int32(i % 4), Value: fmt.Appendf(nil, "r%d", i)}
+					if err := producer.ProduceSync(ctx, r).FirstErr(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+
+			one := startMember(t, addr, "grp", "g", balancer)
+			defer one.close()
+			waitGroup(ctx, t, b, "grp", 1)
+			two := startMember(t, addr, "grp", "g", balancer)
+			waitGroup(ctx, t, b, "grp", 2)
+
+			produce(0, 400)
+			for one.count()+two.count() < 400 {
+				if ctx.Err() != nil {
+					t.Fatalf("members saw %d and %d of 400 records", one.count(), two.count())
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			partitionsOf := func(m *groupMember) []int32 {
+				m.mu.Lock()
+				defer m.mu.Unlock()
+				var ps []int32
+				for v, offsets := range m.seen {
+					var i int
+					fmt.Sscanf(v, "r%d", &i)
+					if len(offsets) != 1 {
+						t.Errorf("%s seen %d times by one member", v, len(offsets))
+					}
+					if !slices.Contains(ps, int32(i%4)) {
+						ps = append(ps, int32(i%4))
+					}
+				}
+				slices.Sort(ps)
+				return ps
+			}
+			p1, p2 := partitionsOf(one), partitionsOf(two)
+			if len(p1) == 0 || len(p2) == 0 || len(p1)+len(p2) != 4 || slices.ContainsFunc(p1, func(p int32) bool { return slices.Contains(p2, p) }) {
+				t.Fatalf("partitions read: %v and %v; want the 4 split between the members", p1, p2)
+			}
+			t.Logf("%s: member one read partitions %v, member two %v", name, p1, p2)
+
+			two.close() // leaves the group: a rebalance gives one every partition
+			waitGroup(ctx, t, b, "grp", 1)
+			produce(400, 500)
+			for one.count()+two.count() < 500 {
+				if ctx.Err() != nil {
+					t.Fatalf("after member two left, members saw %d and %d of 500 records", one.count(), two.count())
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			one.mu.Lock()
+			defer one.mu.Unlock()
+			for i := range 500 {
+				v := fmt.Sprintf("r%d", i)
+				n1, n2 := len(one.seen[v]), len(two.seen[v])
+				if n1+n2 != 1 {
+					t.Errorf("%s seen %d times by member one and %d by member two; want once in all", v, n1, n2)
+				}
+			}
+		})
+	}
+}
