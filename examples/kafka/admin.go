@@ -92,9 +92,10 @@ func apiVersions(r kmsg.Request) kmsg.Response {
 	return resp
 }
 
-// metadata describes node 0, the only broker, as leader and sole replica of
-// every partition (the followers live inside it), and creates the topics
-// asked for if AutoCreate is set and the request allows it.
+// metadata describes node 0, the only broker, as leader of every partition,
+// with its replicas (0, and the followers 1 to R-1, which live inside it and
+// so are listed by ID only) and the ISR as it is now (isr.go), and creates
+// the topics asked for if AutoCreate is set and the request allows it.
 func (b *Broker) metadata(c *conn, req *kmsg.MetadataRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	host, port, _ := net.SplitHostPort(c.nc.LocalAddr().String())
@@ -136,7 +137,7 @@ func (b *Broker) metadata(c *conn, req *kmsg.MetadataRequest) kmsg.Response {
 		for _, l := range t.partitions {
 			rp := kmsg.NewMetadataResponseTopicPartition()
 			rp.Partition, rp.Leader, rp.LeaderEpoch = l.index, 0, 0
-			rp.Replicas, rp.ISR = []int32{0}, []int32{0}
+			rp.Replicas, rp.ISR = l.replicas()
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

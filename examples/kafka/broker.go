@@ -22,6 +22,14 @@ type Config struct {
 	FollowerDelay   time.Duration // a follower waits this long before each fetch (a slow replica)
 	MaxFrameBytes   int32         // the largest request accepted (default 100 MiB, Kafka's socket.request.max.bytes)
 	MaxMessageBytes int           // the largest record batch a produce may carry (default 1048588, Kafka's message.max.bytes)
+	// ReplicaLagMax is how long a follower may go without catching up
+	// before it leaves the ISR (Kafka's replica.lag.time.max.ms; default
+	// 30 s).
+	ReplicaLagMax time.Duration
+	// MinInsyncReplicas is how many replicas, the leader included, must be
+	// in sync for an acks=all produce (Kafka's min.insync.replicas; default
+	// 1, at most Replicas).
+	MinInsyncReplicas int
 	// InitialRebalanceDelay is how long a group's first rebalance waits for
 	// more members (Kafka's group.initial.rebalance.delay.ms; default 3 s,
 	// negative for none).
@@ -39,8 +47,9 @@ type Broker struct {
 	tw       *timingwheel.TimingWheel
 	produces *purgatory.Purgatory[*partitionLog]
 	fetches  *purgatory.Purgatory[fetchKey]
-	groups   *coordinator    // its join purgatory and its members' sessions share the wheel
-	ctx      context.Context // done when Shutdown begins
+	groups   *coordinator       // its join purgatory and its members' sessions share the wheel
+	isrTask  *timingwheel.Timer // the ISR expiration task (isr.go); nil with one replica
+	ctx      context.Context    // done when Shutdown begins
 	cancel   context.CancelFunc
 
 	mu        sync.Mutex
@@ -90,14 +99,23 @@ func NewBroker(cfg Config) (*Broker, error) {
 	if cfg.MaxMessageBytes == 0 {
 		cfg.MaxMessageBytes = DefaultMaxMessageBytes
 	}
+	if cfg.ReplicaLagMax == 0 {
+		cfg.ReplicaLagMax = 30 * time.Second
+	}
+	if cfg.MinInsyncReplicas == 0 {
+		cfg.MinInsyncReplicas = 1
+	}
 	if cfg.InitialRebalanceDelay == 0 {
 		cfg.InitialRebalanceDelay = DefaultInitialRebalanceDelay
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = log.Printf
 	}
-	if cfg.Partitions < 1 || cfg.Replicas < 1 || cfg.MaxFrameBytes < 0 || cfg.FollowerMaxWait < 0 || cfg.FollowerDelay < 0 {
+	if cfg.Partitions < 1 || cfg.Replicas < 1 || cfg.MaxFrameBytes < 0 || cfg.FollowerMaxWait < 0 || cfg.FollowerDelay < 0 || cfg.ReplicaLagMax < 0 || cfg.MaxMessageBytes < 0 {
 		return nil, fmt.Errorf("kafka: invalid config %+v: partitions and replicas must be at least 1, durations and sizes not negative", cfg)
+	}
+	if cfg.MinInsyncReplicas < 1 || cfg.MinInsyncReplicas > cfg.Replicas {
+		return nil, fmt.Errorf("kafka: min.insync.replicas %d with %d replicas: it counts the leader and must be 1 to the replicas, or no acks=all produce could succeed", cfg.MinInsyncReplicas, cfg.Replicas)
 	}
 	tw, err := timingwheel.New()
 	if err != nil {
@@ -118,6 +136,9 @@ func NewBroker(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.groups = newCoordinator(b, joins, tw, max(0, cfg.InitialRebalanceDelay))
+	if cfg.Replicas > 1 {
+		b.isrTask = tw.ScheduleFunc(timingwheel.Every(cfg.ReplicaLagMax/2), b.shrinkISRs)
+	}
 	for f := 1; f < cfg.Replicas; f++ {
 		b.wg.Add(1)
 		go b.follow(f)
@@ -195,11 +216,22 @@ func topicID(name string) (id [16]byte) {
 func (b *Broker) partitionsFor(f int) []*partitionLog {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.known[f] = b.generation
+	return b.allPartitionsLocked()
+}
+
+// allPartitions returns every partition, in the order created.
+func (b *Broker) allPartitions() []*partitionLog {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.allPartitionsLocked()
+}
+
+func (b *Broker) allPartitionsLocked() []*partitionLog {
 	var all []*partitionLog
 	for _, t := range b.order {
 		all = append(all, t.partitions...)
 	}
-	b.known[f] = b.generation
 	return all
 }
 
@@ -248,7 +280,7 @@ func (b *Broker) Serve(ln net.Listener) error {
 
 // Shutdown stops accepting connections, answers every parked request (a
 // fetch with what there is, a produce still waiting for its replicas with
-// NOT_LEADER_OR_FOLLOWER, so that the client retries elsewhere), writes
+// NOT_LEADER_FOR_PARTITION, so that the client retries elsewhere), writes
 // the answers, then closes the connections and waits for every goroutine the
 // broker started, until ctx is done.
 func (b *Broker) Shutdown(ctx context.Context) error {
@@ -266,6 +298,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 
 	// Closing ends every parked operation (Outcome Closed); their
 	// OnComplete hands each answer to its connection's writer.
+	if b.isrTask != nil {
+		b.isrTask.Stop()
+	}
 	b.produces.Close()
 	b.fetches.Close()
 	b.groups.joins.Close()

@@ -79,8 +79,14 @@ func (b *Broker) handleFetch(req *kmsg.FetchRequest, reply func(kmsg.Response)) 
 				immediate = true
 				continue
 			}
-			if d.replica > 0 && l.followerAt(d.replica, p.FetchOffset) {
-				b.highWatermarkMoved(l)
+			if d.replica > 0 {
+				advanced, rejoined := l.followerAt(d.replica, p.FetchOffset, time.Now())
+				if rejoined {
+					b.cfg.Logf("kafka: %v: follower %d is back in the ISR", l, d.replica)
+				}
+				if advanced {
+					b.highWatermarkMoved(l)
+				}
 			}
 			keys = append(keys, fetchKey{l, d.replica > 0})
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 )
 
 // partitionLog is one partition: the leader's log and what its followers have
@@ -13,10 +14,8 @@ import (
 //
 // Offsets follow Kafka: the log end offset (leo) is the next offset to be
 // written; the high watermark (hw) is the first offset not yet held by every
-// in-sync replica, and consumers see only what lies below it. Followers see up
-// to leo. Every replica is in sync: this example never shrinks the ISR, so a
-// stalled follower holds the high watermark back (and acks=all produces time
-// out) until it catches up.
+// in-sync replica (isr.go), and consumers see only what lies below it.
+// Followers see up to leo.
 type partitionLog struct {
 	topic string
 	index int32
@@ -27,6 +26,7 @@ type partitionLog struct {
 	hw        int64
 	followers []int64        // each follower's log end offset, as its last fetch said
 	copies    []*replicaCopy // each follower's copy, which it alone writes (not under mu)
+	isr       []follower     // each follower's place in the ISR (isr.go)
 	producers map[int64]*sequences
 }
 
@@ -40,8 +40,10 @@ type batch struct {
 
 func newPartitionLog(topic string, index int32, replicas int) *partitionLog {
 	l := &partitionLog{topic: topic, index: index, followers: make([]int64, replicas-1), producers: map[int64]*sequences{}}
+	now := time.Now()
 	for range replicas - 1 {
 		l.copies = append(l.copies, new(replicaCopy))
+		l.isr = append(l.isr, follower{inSync: true, caughtUp: now})
 	}
 	return l
 }
@@ -137,9 +139,7 @@ func (l *partitionLog) appendBatch(data []byte) (base, last int64, err error) {
 	if ps != nil {
 		ps.record(seq, int32(span), base, last)
 	}
-	if len(l.followers) == 0 {
-		l.hw = last + 1
-	}
+	l.updateHW() // moves at once if no follower is in sync
 	return base, last, nil
 }
 
@@ -265,24 +265,6 @@ func (l *partitionLog) read(offset int64, maxBytes int32, follower bool) (record
 		records = append(records, b.data...)
 	}
 	return records, l.hw, true
-}
-
-// followerAt records that follower f (1 to R-1) holds everything before
-// offset, as its fetch from offset says, and reports whether the high
-// watermark moved.
-func (l *partitionLog) followerAt(f int, offset int64) (advanced bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.followers[f-1] = max(l.followers[f-1], min(offset, l.leo()))
-	hw := l.leo()
-	for _, o := range l.followers {
-		hw = min(hw, o)
-	}
-	if hw > l.hw {
-		l.hw = hw
-		return true
-	}
-	return false
 }
 
 // offsets returns the log's start, high watermark and end.

@@ -36,6 +36,7 @@ type options struct {
 	cfg               Config
 	grace             time.Duration
 	cpuProfile        string
+	stallFollowers    bool
 }
 
 func main() {
@@ -47,6 +48,9 @@ func main() {
 	flag.IntVar(&o.cfg.Replicas, "replicas", 3, "replicas per partition, the leader included")
 	flag.BoolVar(&o.cfg.AutoCreate, "auto-create", true, "create a topic the first time a client asks for it")
 	flag.DurationVar(&o.cfg.FollowerDelay, "follower-delay", 0, "each follower waits this long before each fetch (a slow replica)")
+	flag.BoolVar(&o.stallFollowers, "stall-followers", false, "start with every follower stalled, for fault drills; SIGUSR1 stalls or resumes them while the broker runs")
+	flag.DurationVar(&o.cfg.ReplicaLagMax, "replica-lag-max", 30*time.Second, "a follower that has not caught up for this long leaves the ISR (Kafka's replica.lag.time.max.ms)")
+	flag.IntVar(&o.cfg.MinInsyncReplicas, "min-insync-replicas", 1, "in-sync replicas, the leader included, that an acks=all produce needs (Kafka's min.insync.replicas)")
 	flag.IntVar(&o.cfg.MaxMessageBytes, "max-message-bytes", DefaultMaxMessageBytes, "the largest record batch a produce may carry (Kafka's message.max.bytes); larger ones are answered MESSAGE_TOO_LARGE")
 	flag.DurationVar(&o.cfg.InitialRebalanceDelay, "group-initial-rebalance-delay", DefaultInitialRebalanceDelay, "how long a consumer group's first rebalance waits for more members (Kafka's group.initial.rebalance.delay.ms; 0: none)")
 	flag.DurationVar(&o.grace, "grace", 10*time.Second, "how long shutdown may take")
@@ -100,6 +104,8 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		}
 	}
 	fmt.Fprintf(out, "kafka: listening on %s (replicas %d)\n", ln.Addr(), o.cfg.Replicas)
+	stopDrills := faultDrills(b, o.stallFollowers, out)
+	defer stopDrills()
 	served := make(chan error, 1)
 	go func() { served <- b.Serve(ln) }()
 	select {
@@ -116,9 +122,9 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if err == nil {
 		err = <-served
 	}
-	ps, fs := b.produces.Stats(), b.fetches.Stats()
-	fmt.Fprintf(out, "kafka: stopped; produces waited %d (completed %d, expired %d, closed %d), fetches waited %d (completed %d, expired %d, closed %d)\n",
-		ps.Added, ps.Completed, ps.Expired, ps.Closed, fs.Added, fs.Completed, fs.Expired, fs.Closed)
+	ps, fs, js := b.produces.Stats(), b.fetches.Stats(), b.groups.joins.Stats()
+	fmt.Fprintf(out, "kafka: stopped; produces waited %d (completed %d, expired %d, closed %d), fetches waited %d (completed %d, expired %d, closed %d), group joins waited %d (completed %d, expired %d, closed %d)\n",
+		ps.Added, ps.Completed, ps.Expired, ps.Closed, fs.Added, fs.Completed, fs.Expired, fs.Closed, js.Added, js.Completed, js.Expired, js.Closed)
 	return err
 }
 
@@ -160,4 +166,34 @@ func serveMetrics(b *Broker, addr string) (*http.Server, error) {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	return srv, nil
+}
+
+// faultDrills stalls the followers if stalled is set, and stalls or resumes
+// them at each SIGUSR1 (kill -USR1), saying so on out. The function it
+// returns stops listening for the signal.
+func faultDrills(b *Broker, stalled bool, out io.Writer) (stop func()) {
+	if stalled {
+		b.StallFollowers(true)
+		fmt.Fprintln(out, "kafka: followers stalled (SIGUSR1 resumes them)")
+	}
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range usr1 {
+			stalled = !stalled
+			b.StallFollowers(stalled)
+			if stalled {
+				fmt.Fprintln(out, "kafka: followers stalled (SIGUSR1 resumes them)")
+			} else {
+				fmt.Fprintln(out, "kafka: followers resumed")
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(usr1)
+		close(usr1)
+		<-done
+	}
 }

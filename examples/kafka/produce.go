@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -16,9 +17,10 @@ import (
 // advance of that partition's high watermark reaches it.
 type delayedProduce struct {
 	purgatory.Op
-	resp  *kmsg.ProduceResponse
-	waits []produceWait
-	reply func(kmsg.Response)
+	resp   *kmsg.ProduceResponse
+	waits  []produceWait
+	reply  func(kmsg.Response)
+	minISR int // min.insync.replicas
 }
 
 // produceWait is one partition a produce waits on: replicated once the high
@@ -47,15 +49,21 @@ func (d *delayedProduce) TryComplete() bool {
 // OnComplete answers the produce. A partition not replicated by then is
 // answered REQUEST_TIMED_OUT if the timeout ended the wait, or
 // NOT_LEADER_FOR_PARTITION if shutdown did (the client retries elsewhere):
-// nothing is acknowledged that every replica does not hold.
+// nothing is acknowledged that the in-sync replicas do not hold. One
+// replicated by fewer in-sync replicas than min.insync.replicas (the ISR
+// shrank meanwhile) is answered NOT_ENOUGH_REPLICAS_AFTER_APPEND, as Kafka
+// does: its records are in the log, but not as safely as asked.
 func (d *delayedProduce) OnComplete() {
 	fail := kerr.RequestTimedOut.Code
 	if d.Outcome() == purgatory.Closed {
 		fail = kerr.NotLeaderForPartition.Code
 	}
 	for _, w := range d.waits {
-		if !w.replicated() {
+		switch {
+		case !w.replicated():
 			w.into.ErrorCode, w.into.BaseOffset = fail, -1
+		case w.log.inSyncReplicas() < d.minISR:
+			w.into.ErrorCode = kerr.NotEnoughReplicasAfterAppend.Code
 		}
 	}
 	d.reply(d.resp)
@@ -78,7 +86,7 @@ func (b *Broker) handleProduce(req *kmsg.ProduceRequest, reply func(kmsg.Respons
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	d := &delayedProduce{resp: resp, reply: reply}
+	d := &delayedProduce{resp: resp, reply: reply, minISR: b.cfg.MinInsyncReplicas}
 	var at []purgatory.Level[*partitionLog]
 	for ti, t := range req.Topics {
 		for pi, p := range t.Partitions {
@@ -87,6 +95,13 @@ func (b *Broker) handleProduce(req *kmsg.ProduceRequest, reply func(kmsg.Respons
 			if l == nil {
 				into.ErrorCode, into.BaseOffset = kerr.UnknownTopicOrPartition.Code, -1
 				continue
+			}
+			if req.Acks == -1 {
+				if n := l.inSyncReplicas(); n < b.cfg.MinInsyncReplicas {
+					msg := fmt.Sprintf("%d replicas in sync, %d needed (min.insync.replicas)", n, b.cfg.MinInsyncReplicas)
+					into.ErrorCode, into.ErrorMessage, into.BaseOffset = kerr.NotEnoughReplicas.Code, &msg, -1
+					continue // nothing appended
+				}
 			}
 			last, err := b.append(l, p.Records, into)
 			if err != nil {
@@ -128,7 +143,7 @@ func (b *Broker) append(l *partitionLog, records []byte, into *kmsg.ProduceRespo
 		return 0, err
 	}
 	b.fetches.Advance(fetchKey{l, true}, l.readableEnd(true)) // followers' fetches
-	if b.cfg.Replicas == 1 {
+	if l.inSyncReplicas() == 1 {                              // the leader alone: the append moved the high watermark
 		b.highWatermarkMoved(l)
 	}
 	return last, nil

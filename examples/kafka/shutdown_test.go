@@ -168,3 +168,65 @@ func TestSIGTERMAnswersParkedFetches(t *testing.T) {
 	}
 	t.Logf("SIGTERM to exit, %d fetches answered: %v; %q", parked, time.Since(start), out)
 }
+
+// TestFaultDrill runs the command with -stall-followers: an acks=all produce
+// times out, since no follower copies it; SIGUSR1 resumes the followers, and
+// the next one is acknowledged.
+func TestFaultDrill(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-addr", "127.0.0.1:0", "-metrics-addr", "", "-topics", "drill:1", "-replicas", "3", "-stall-followers")
+	cmd.Env = append(os.Environ(), "KAFKA_EXAMPLE_RUN_MAIN=1")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := bufio.NewScanner(stdout)
+	next := func(want string) string {
+		t.Helper()
+		if !lines.Scan() || !strings.Contains(lines.Text(), want) {
+			t.Fatalf("line %q: want one with %q (%v)", lines.Text(), want, lines.Err())
+		}
+		return lines.Text()
+	}
+	addr := strings.Fields(next("listening on"))[3]
+	next("followers stalled")
+	c := dialRaw(t, addr)
+	produce := func(timeout time.Duration) int16 {
+		t.Helper()
+		req := kmsg.NewPtrProduceRequest()
+		req.Version, req.Acks, req.TimeoutMillis = 7, -1, int32(timeout/time.Millisecond)
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = "drill"
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = recordBatch(t, "drill")
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := c.do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
+	}
+	if code := produce(300 * time.Millisecond); code != kerr.RequestTimedOut.Code {
+		t.Errorf("acks=all with the followers stalled: error %d, want REQUEST_TIMED_OUT (7)", code)
+	}
+	if err := cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	next("followers resumed")
+	if code := produce(time.Minute); code != 0 {
+		t.Errorf("acks=all after SIGUSR1: error %d, want 0", code)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for lines.Scan() {
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("command: %v", err)
+	}
+}
