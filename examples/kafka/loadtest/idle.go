@@ -73,24 +73,7 @@ func park(nc net.Conn, c, conns, fetches int, maxWait time.Duration, stop <-chan
 	}
 	w := bufio.NewWriter(nc)
 	send := func(p int32, corr int32) error {
-		req := kmsg.NewPtrFetchRequest()
-		req.Version, req.ReplicaID = 11, -1
-		req.MaxWaitMillis, req.MinBytes, req.MaxBytes = int32(maxWait/time.Millisecond), 1, 1<<20
-		req.SessionEpoch = -1 // no fetch session: a full request each time
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = "idle"
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.PartitionMaxBytes = p, 1<<20
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		buf := []byte{0, 0, 0, 0}
-		buf = binary.BigEndian.AppendUint16(buf, 1)
-		buf = binary.BigEndian.AppendUint16(buf, 11)
-		buf = binary.BigEndian.AppendUint32(buf, uint32(corr))
-		buf = binary.BigEndian.AppendUint16(buf, 0xffff) // no client id
-		buf = req.AppendTo(buf)
-		binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
-		_, err := w.Write(buf)
+		_, err := w.Write(fetchFrame("idle", p, 0, maxWait, corr))
 		return err
 	}
 	for _, p := range mine {
@@ -137,4 +120,45 @@ func park(nc net.Conn, c, conns, fetches int, maxWait time.Duration, stop <-chan
 		outstanding++
 	}
 	return nil
+}
+
+// fetchFrame is a consumer's fetch of one partition from offset, framed:
+// MinBytes 1, no fetch session, no client id.
+func fetchFrame(topic string, partition int32, offset int64, maxWait time.Duration, corr int32) []byte {
+	req := kmsg.NewPtrFetchRequest()
+	req.Version, req.ReplicaID = 11, -1
+	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = int32(maxWait/time.Millisecond), 1, 1<<20
+	req.SessionEpoch = -1 // no fetch session: a full request each time
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = partition, offset, 1<<20
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	buf := []byte{0, 0, 0, 0}
+	buf = binary.BigEndian.AppendUint16(buf, 1)
+	buf = binary.BigEndian.AppendUint16(buf, 11)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(corr))
+	buf = binary.BigEndian.AppendUint16(buf, 0xffff) // no client id
+	buf = req.AppendTo(buf)
+	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+	return buf
+}
+
+// readFetch reads one fetch response (v11) from r.
+func readFetch(r *bufio.Reader) (*kmsg.FetchResponse, error) {
+	var size [4]byte
+	if _, err := io.ReadFull(r, size[:]); err != nil {
+		return nil, err
+	}
+	body := make([]byte, binary.BigEndian.Uint32(size[:]))
+	if _, err := io.ReadFull(r, body); err != nil {
+		return nil, err
+	}
+	resp := kmsg.NewPtrFetchResponse()
+	resp.Version = 11
+	if err := resp.ReadFrom(body[4:]); err != nil {
+		return nil, err
+	}
+	return resp, nil
 }

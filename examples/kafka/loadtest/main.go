@@ -44,6 +44,10 @@ func main() {
 	idle := flag.Int("idle-fetches", 1000, "fetches parked on idle partitions")
 	maxWait := flag.Duration("idle-max-wait", 5*time.Second, "MaxWait of the idle fetches")
 	replicas := flag.Int("replicas", 3, "the example broker's replicas per partition")
+	flag.IntVar(&wl.wakeFetches, "wake-fetches", 2000, "consumers parked on one partition that one produce wakes (0: no wake-all workload)")
+	flag.IntVar(&wl.wakeRounds, "wake-rounds", 5, "produces per wake-all run; medians are reported")
+	flag.IntVar(&wl.groupMembers, "group-members", 3, "consumers in the group workload's group (0: no group workload)")
+	flag.IntVar(&wl.groupRate, "group-rate", 1000, "records per second produced in the group workload")
 	jsonOut := flag.String("json", "", "write the samples here")
 	charts := flag.String("charts", "", "draw the charts into this directory")
 	from := flag.String("from", "", "report and draw from this JSON instead of measuring")
@@ -77,7 +81,7 @@ func main() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		samples, err = measure(bins, rs, *duration, *runs, *idle, *maxWait, *replicas)
+		samples, err = measure(bins, rs, *duration, *runs, *idle, *maxWait, *replicas, wl)
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -96,7 +100,15 @@ func main() {
 	}
 }
 
-func measure(bins map[string]string, rates []int, d time.Duration, runs, idle int, maxWait time.Duration, replicas int) ([]sample, error) {
+// workloads are the sizes of the wake-all and group workloads.
+type workloads struct {
+	wakeFetches, wakeRounds int
+	groupMembers, groupRate int
+}
+
+var wl workloads
+
+func measure(bins map[string]string, rates []int, d time.Duration, runs, idle int, maxWait time.Duration, replicas int, wl workloads) ([]sample, error) {
 	var out []sample
 	for run := 1; run <= runs; run++ {
 		for _, system := range systems {
@@ -131,9 +143,40 @@ func measure(bins map[string]string, rates []int, d time.Duration, runs, idle in
 			if err := s.stop(); err != nil {
 				return nil, err
 			}
+			if wl.wakeFetches > 0 {
+				if m, err = once(bins[system], "wake:1", replicasOf(system, replicas), profile(system, "wake", run), func(s *server) (map[string]float64, error) {
+					return runWake(s, wl.wakeFetches, wl.wakeRounds)
+				}); err != nil {
+					return nil, fmt.Errorf("%s: wake-all: %w", system, err)
+				}
+				log.Printf("run %d %-9s wake-all: %v", run, system, m)
+				out = append(out, sample{system, "wake", 0, run, m})
+			}
+			if wl.groupMembers > 0 {
+				if m, err = once(bins[system], "grp:8", replicasOf(system, replicas), profile(system, "group", run), func(s *server) (map[string]float64, error) {
+					return runGroup(s, wl.groupMembers, wl.groupRate, d)
+				}); err != nil {
+					return nil, fmt.Errorf("%s: group: %w", system, err)
+				}
+				log.Printf("run %d %-9s group: %v", run, system, m)
+				out = append(out, sample{system, "group", 0, run, m})
+			}
 		}
 	}
 	return out, nil
+}
+
+// once runs one workload on a server of its own.
+func once(bin, topics string, replicas int, profile string, run func(*server) (map[string]float64, error)) (map[string]float64, error) {
+	s, err := start(bin, topics, replicas, profile)
+	if err != nil {
+		return nil, err
+	}
+	m, err := run(s)
+	if serr := s.stop(); err == nil {
+		err = serr
+	}
+	return m, err
 }
 
 // systems are the servers measured: the example broker with R replicas
@@ -208,4 +251,14 @@ func report(w *os.File, samples []sample) {
 	}
 	row("idle", "idle", 0, "idle_cpu_percent_of_a_core")
 	row("idle", "idle", 0, "idle_fetches_answered")
+	for _, m := range []string{"wake_median_answer_ms", "wake_last_answer_ms"} {
+		if len(medians(samples, "kfake", "wake", 0)) > 0 {
+			row("wake-all", "wake", 0, m)
+		}
+	}
+	for _, m := range []string{"group_join_ms", "group_e2e_p50_ms", "group_e2e_p99_ms"} {
+		if len(medians(samples, "kfake", "group", 0)) > 0 {
+			row("group", "group", 0, m)
+		}
+	}
 }

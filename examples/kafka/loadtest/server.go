@@ -36,7 +36,8 @@ func build(dir string) (map[string]string, error) {
 func start(bin, topics string, replicas int, profile string) (*server, error) {
 	args := []string{"-addr", "127.0.0.1:0", "-topics", topics}
 	if !strings.HasSuffix(bin, "kfake") {
-		args = append(args, "-metrics-addr", "", "-replicas", strconv.Itoa(replicas))
+		// kfake's group coordinator has no initial rebalance delay.
+		args = append(args, "-metrics-addr", "", "-replicas", strconv.Itoa(replicas), "-group-initial-rebalance-delay", "0")
 		if profile != "" {
 			args = append(args, "-cpuprofile", profile)
 		}

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// runGroup starts members kgo consumers of one group on topic grp (8
+// partitions) together, measures the time from their start until every
+// partition is assigned (the rebalance: joins, the leader's assignment,
+// syncs), then produces rate records per second for d (acks=all) and
+// measures produce-to-consume latency through the group, every record
+// consumed exactly once.
+func runGroup(s *server, members, rate int, d time.Duration) (map[string]float64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d+time.Minute)
+	defer cancel()
+	var mu sync.Mutex
+	assigned := map[int]int{} // member -> partitions it holds
+	allAssigned := make(chan struct{})
+	var lat []float64
+	seen := map[int64]bool{}
+	dup := 0
+	start := time.Now()
+	var joined time.Duration
+	var cls []*kgo.Client
+	defer func() {
+		for _, cl := range cls {
+			cl.Close()
+		}
+	}()
+	for m := range members {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(s.addr), kgo.ConsumerGroup("loadtest"), kgo.ConsumeTopics("grp"),
+			kgo.Balancers(kgo.CooperativeStickyBalancer()), kgo.FetchMaxWait(5*time.Second),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()),
+			kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, got map[string][]int32) {
+				mu.Lock()
+				defer mu.Unlock()
+				assigned[m] += len(got["grp"])
+				total := 0
+				for _, n := range assigned {
+					total += n
+				}
+				if total == 8 && joined == 0 {
+					joined = time.Since(start)
+					close(allAssigned)
+				}
+			}),
+			kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+				mu.Lock()
+				assigned[m] -= len(lost["grp"])
+				mu.Unlock()
+			}))
+		if err != nil {
+			return nil, err
+		}
+		cls = append(cls, cl)
+		go func() {
+			for {
+				fs := cl.PollFetches(ctx)
+				if fs.IsClientClosed() || ctx.Err() != nil {
+					return
+				}
+				now := time.Now()
+				mu.Lock()
+				fs.EachRecord(func(r *kgo.Record) {
+					id := int64(r.Partition)<<40 | r.Offset
+					if seen[id] {
+						dup++
+					}
+					seen[id] = true
+					lat = append(lat, ms(now.Sub(sentAt(r))))
+				})
+				mu.Unlock()
+			}
+		}()
+	}
+	select {
+	case <-allAssigned:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("the group's %d members were not all assigned: %v", members, assigned)
+	}
+	time.Sleep(time.Second) // each member's first fetch has found the log's end
+	prod, err := kgo.NewClient(kgo.SeedBrokers(s.addr), kgo.DefaultProduceTopic("grp"),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	if err != nil {
+		return nil, err
+	}
+	defer prod.Close()
+	n := int(int64(rate) * int64(d) / int64(time.Second))
+	begin := time.Now()
+	tick := time.NewTicker(time.Millisecond)
+	for sent := 0; sent < n; {
+		<-tick.C
+		due := min(n, int(float64(rate)*time.Since(begin).Seconds())+1)
+		for ; sent < due; sent++ {
+			prod.Produce(ctx, record(time.Now()), nil)
+		}
+	}
+	tick.Stop()
+	if err := prod.Flush(ctx); err != nil {
+		return nil, err
+	}
+	for {
+		mu.Lock()
+		got := len(seen)
+		mu.Unlock()
+		if got >= n {
+			break
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("the group consumed %d of %d records", got, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if dup > 0 || len(seen) != n {
+		return nil, fmt.Errorf("the group consumed %d distinct records of %d, %d twice", len(seen), n, dup)
+	}
+	slices.Sort(lat)
+	return map[string]float64{
+		"group_join_ms":    ms(joined),
+		"group_e2e_p50_ms": pct(lat, 50),
+		"group_e2e_p99_ms": pct(lat, 99),
+	}, nil
+}
