@@ -1,8 +1,13 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
 	"slices"
 	"sync"
 	"testing"
@@ -168,5 +173,92 @@ func TestGroupConsumers(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestKafkajsGroup: two kafkajs consumers in one group (kafkajs/group.mjs,
+// run with the machine's node; its one dependency pinned in
+// kafkajs/package-lock.json and installed with npm ci) split a topic's
+// partitions, and every record produced once both hold partitions is read
+// exactly once, by the member that holds its partition. CI installs it and
+// sets KAFKAJS_REQUIRED, so that there the test cannot skip.
+func TestKafkajsGroup(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err == nil {
+		_, err = os.Stat("kafkajs/node_modules/kafkajs")
+	}
+	if err != nil {
+		if os.Getenv("KAFKAJS_REQUIRED") != "" {
+			t.Fatalf("kafkajs cannot run (%v): install Node.js and run npm ci --prefix examples/kafka/kafkajs", err)
+		}
+		t.Skipf("kafkajs cannot run (%v): install Node.js and run npm ci --prefix examples/kafka/kafkajs", err)
+	}
+	b, addr, _ := startBroker(t, Config{Replicas: 1, InitialRebalanceDelay: -1}, "js:4")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const records = 200
+	cmd := exec.CommandContext(ctx, node, "group.mjs", addr, "js", "jsgroup", fmt.Sprint(records))
+	cmd.Dir = "kafkajs"
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(out)
+	if !lines.Scan() || lines.Text() != "ready" {
+		cmd.Wait()
+		t.Fatalf("kafkajs: first line %q, want ready; stderr:\n%s", lines.Text(), stderr.Bytes())
+	}
+	if s, n := b.groupState("jsgroup"); s != groupStable || n != 2 {
+		t.Errorf("group %v with %d members once kafkajs is ready; want Stable with 2", s, n)
+	}
+	producer, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer producer.Close()
+	for i := range records {
+		r := &kgo.Record{Topic: "js", Partition: int32(i % 4), Value: fmt.Appendf(nil, "r%d", i)}
+		if err := producer.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type read struct {
+		Member    int
+		Partition int32
+		Offset    int64
+		Value     string
+	}
+	seen := map[string]int{}
+	owner := map[int32]int{}
+	for lines.Scan() {
+		var r read
+		if err := json.Unmarshal(lines.Bytes(), &r); err != nil {
+			t.Fatalf("kafkajs printed %q: %v", lines.Text(), err)
+		}
+		seen[r.Value]++
+		if m, ok := owner[r.Partition]; ok && m != r.Member {
+			t.Errorf("partition %d read by members %d and %d", r.Partition, m, r.Member)
+		}
+		owner[r.Partition] = r.Member
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("kafkajs: %v; stderr:\n%s", err, stderr.Bytes())
+	}
+	for i := range records {
+		if n := seen[fmt.Sprintf("r%d", i)]; n != 1 {
+			t.Errorf("r%d read %d times; want once", i, n)
+		}
+	}
+	members := map[int]bool{}
+	for _, m := range owner {
+		members[m] = true
+	}
+	if len(members) != 2 {
+		t.Errorf("partitions read by %v; want both members", owner)
 	}
 }

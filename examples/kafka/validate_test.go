@@ -341,19 +341,20 @@ func wellFormed(b []byte) error {
 }
 
 // BenchmarkValidate is what validation costs a produce, per record, for
-// batches of 100 records as kgo sends them, by codec.
+// batches of 1 and of 100 records as kgo sends them, by codec.
 func BenchmarkValidate(b *testing.B) {
-	for _, name := range []string{"none", "gzip", "snappy", "lz4", "zstd"} {
-		b.Run("codec="+name, func(b *testing.B) {
-			const n = 100
-			batch := makeBatch(b, n, codecs[name])
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := validateProduce(batch, DefaultMaxMessageBytes); err != nil {
-					b.Fatal(err)
+	for _, n := range []int{1, 100} {
+		for _, name := range []string{"none", "gzip", "snappy", "lz4", "zstd"} {
+			b.Run(fmt.Sprintf("records=%d/codec=%s", n, name), func(b *testing.B) {
+				batch := makeBatch(b, n, codecs[name])
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := validateProduce(batch, DefaultMaxMessageBytes); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
-		})
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
+			})
+		}
 	}
 }
