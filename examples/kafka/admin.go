@@ -51,25 +51,19 @@ func init() { // not a plain initializer: ApiVersions reads the table
 		kmsg.SyncGroup: {0, 5, func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) {
 			b.groups.syncGroup(r.(*kmsg.SyncGroupRequest), reply)
 		}},
-		kmsg.Heartbeat: {0, 4, func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) {
-			reply(b.groups.heartbeat(r.(*kmsg.HeartbeatRequest)))
-		}},
-		kmsg.LeaveGroup: {0, 5, func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) {
-			reply(b.groups.leaveGroup(r.(*kmsg.LeaveGroupRequest)))
-		}},
-		kmsg.OffsetCommit: {0, 8, func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) {
-			reply(b.groups.offsetCommit(r.(*kmsg.OffsetCommitRequest)))
-		}},
-		kmsg.OffsetFetch: {0, 7, func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) {
-			reply(b.groups.offsetFetch(r.(*kmsg.OffsetFetchRequest)))
-		}},
-		kmsg.ListGroups: {0, 4, func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) {
-			reply(b.groups.listGroups(r.(*kmsg.ListGroupsRequest)))
-		}},
-		kmsg.DescribeGroups: {0, 5, func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) {
-			reply(b.groups.describeGroups(r.(*kmsg.DescribeGroupsRequest)))
-		}},
+		kmsg.Heartbeat:      {0, 4, groupAnswer((*coordinator).heartbeat)},
+		kmsg.LeaveGroup:     {0, 5, groupAnswer((*coordinator).leaveGroup)},
+		kmsg.OffsetCommit:   {0, 8, groupAnswer((*coordinator).offsetCommit)},
+		kmsg.OffsetFetch:    {0, 7, groupAnswer((*coordinator).offsetFetch)},
+		kmsg.ListGroups:     {0, 4, groupAnswer((*coordinator).listGroups)},
+		kmsg.DescribeGroups: {0, 5, groupAnswer((*coordinator).describeGroups)},
 	}
+}
+
+// groupAnswer is the handler of a group request that the coordinator
+// answers at once.
+func groupAnswer[R kmsg.Request](answer func(*coordinator, R) kmsg.Response) func(*Broker, *conn, kmsg.Request, func(kmsg.Response)) {
+	return func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) { reply(answer(b.groups, r.(R))) }
 }
 
 // fetchOf makes a client's fetch a consumer's: only the broker's own

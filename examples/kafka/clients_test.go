@@ -166,15 +166,7 @@ func TestStalledFollower(t *testing.T) {
 	c := dialRaw(t, addr)
 	produce := func(acks int16, timeout time.Duration) kmsg.ProduceResponseTopicPartition {
 		t.Helper()
-		req := kmsg.NewPtrProduceRequest()
-		req.Version, req.Acks, req.TimeoutMillis = 7, acks, int32(timeout/time.Millisecond)
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = "slow"
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Records = recordBatch(t, "not yet replicated")
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, err := c.do(req)
+		resp, err := c.do(produceReq(t, "slow", 0, acks, timeout, "not yet replicated"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -238,15 +238,7 @@ func (c *coordinator) expire(m *member) {
 // g.mu.
 func (c *coordinator) remove(g *group, m *member) *delayedJoin {
 	delete(g.members, m.id)
-	m.alive.Stop()
-	if m.joining != nil {
-		m.joining.fail(kerr.UnknownMemberID.Code, m.id)
-		m.joining = nil
-	}
-	if m.syncing != nil {
-		m.syncing.fail(kerr.UnknownMemberID.Code)
-		m.syncing = nil
-	}
+	m.release(kerr.UnknownMemberID.Code)
 	if g.leader == m.id {
 		g.leader = ""
 		for id := range g.members {
@@ -452,6 +444,32 @@ func (s *pendingSync) fail(code int16) {
 	s.reply(resp)
 }
 
+// release stops m's session and answers its waiting JoinGroup and SyncGroup,
+// if any, with code: it is leaving the group, or the broker is. The caller
+// holds the group's mu.
+func (m *member) release(code int16) {
+	m.alive.Stop()
+	if m.joining != nil {
+		m.joining.fail(code, m.id)
+		m.joining = nil
+	}
+	if m.syncing != nil {
+		m.syncing.fail(code)
+		m.syncing = nil
+	}
+}
+
+// all returns every group.
+func (c *coordinator) all() []*group {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	groups := make([]*group, 0, len(c.groups))
+	for _, g := range c.groups {
+		groups = append(groups, g)
+	}
+	return groups
+}
+
 // newMemberID makes a member ID as Kafka does: the client's ID and a unique
 // suffix.
 func newMemberID(clientID string) string {
@@ -467,27 +485,15 @@ func newMemberID(clientID string) string {
 func (c *coordinator) close() {
 	c.mu.Lock()
 	c.closed = true
-	groups := make([]*group, 0, len(c.groups))
-	for _, g := range c.groups {
-		groups = append(groups, g)
-	}
 	c.mu.Unlock()
-	for _, g := range groups {
+	for _, g := range c.all() {
 		g.mu.Lock()
 		g.state = groupDead
 		for _, m := range g.pending {
 			m.alive.Stop()
 		}
 		for _, m := range g.members {
-			m.alive.Stop()
-			if m.joining != nil {
-				m.joining.fail(kerr.NotCoordinator.Code, m.id)
-				m.joining = nil
-			}
-			if m.syncing != nil {
-				m.syncing.fail(kerr.NotCoordinator.Code)
-				m.syncing = nil
-			}
+			m.release(kerr.NotCoordinator.Code)
 		}
 		g.mu.Unlock()
 	}

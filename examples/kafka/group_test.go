@@ -108,15 +108,7 @@ func TestGroupConsumers(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer producer.Close()
-			produce := func(from, to int) {
-				t.Helper()
-				for i := from; i < to; i++ {
-					r := &kgo.Record{Topic: "g", Partition: int32(i % 4), Value: fmt.Appendf(nil, "r%d", i)}
-					if err := producer.ProduceSync(ctx, r).FirstErr(); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
+			produce := func(from, to int) { produceNumbered(ctx, t, producer, "g", 4, from, to) }
 
 			one := startMember(t, addr, "grp", "g", balancer)
 			defer one.close()
@@ -221,12 +213,7 @@ func TestKafkajsGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer producer.Close()
-	for i := range records {
-		r := &kgo.Record{Topic: "js", Partition: int32(i % 4), Value: fmt.Appendf(nil, "r%d", i)}
-		if err := producer.ProduceSync(ctx, r).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	produceNumbered(ctx, t, producer, "js", 4, 0, records)
 	type read struct {
 		Member    int
 		Partition int32

@@ -320,13 +320,7 @@ func (c *coordinator) leaveGroup(req *kmsg.LeaveGroupRequest) kmsg.Response {
 // listGroups lists every group, filtered by state (v4) if asked.
 func (c *coordinator) listGroups(req *kmsg.ListGroupsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
-	c.mu.Lock()
-	groups := make([]*group, 0, len(c.groups))
-	for _, g := range c.groups {
-		groups = append(groups, g)
-	}
-	c.mu.Unlock()
-	for _, g := range groups {
+	for _, g := range c.all() {
 		g.mu.Lock()
 		state, protocolType := g.state.String(), g.protocolType
 		g.mu.Unlock()

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
 )
@@ -174,6 +175,31 @@ func fetchReq(topic string, partition int32, offset int64, maxWait time.Duration
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	return req
+}
+
+// produceReq is a produce (v7) of one record, value, to partition of topic.
+func produceReq(t *testing.T, topic string, partition int32, acks int16, timeout time.Duration, value string) *kmsg.ProduceRequest {
+	req := kmsg.NewPtrProduceRequest()
+	req.Version, req.Acks, req.TimeoutMillis = 7, acks, int32(timeout/time.Millisecond)
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = partition, recordBatch(t, value)
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+// produceNumbered produces records "r<from>" to "r<to-1>" to topic, record i
+// to partition i%partitions, one at a time, each acknowledged.
+func produceNumbered(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, partitions, from, to int) {
+	t.Helper()
+	for i := from; i < to; i++ {
+		r := &kgo.Record{Topic: topic, Partition: int32(i % partitions), Value: fmt.Appendf(nil, "r%d", i)}
+		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func netListen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }

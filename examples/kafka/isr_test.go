@@ -37,16 +37,8 @@ func TestISRInFakeTime(t *testing.T) {
 		}
 		l := b.partition("t", 0)
 		produce := func(acks int16, timeout time.Duration) answers {
-			req := kmsg.NewPtrProduceRequest()
-			req.Version, req.Acks, req.TimeoutMillis = 7, acks, int32(timeout/time.Millisecond)
-			rt := kmsg.NewProduceRequestTopic()
-			rt.Topic = "t"
-			rp := kmsg.NewProduceRequestTopicPartition()
-			rp.Records = recordBatch(t, "x")
-			rt.Partitions = append(rt.Partitions, rp)
-			req.Topics = append(req.Topics, rt)
 			a := answers(make(chan kmsg.Response, 1))
-			b.handleProduce(req, a.reply)
+			b.handleProduce(produceReq(t, "t", 0, acks, timeout, "x"), a.reply)
 			return a
 		}
 		result := func(a answers, what string) kmsg.ProduceResponseTopicPartition {

@@ -148,15 +148,7 @@ func TestKcatGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer producer.Close()
-	produce := func(from, to int) {
-		t.Helper()
-		for i := from; i < to; i++ {
-			r := &kgo.Record{Topic: "kg", Partition: int32(i % 4), Value: fmt.Appendf(nil, "r%d", i)}
-			if err := producer.ProduceSync(ctx, r).FirstErr(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	produce := func(from, to int) { produceNumbered(ctx, t, producer, "kg", 4, from, to) }
 	a := startKcatMember(t, kcat, addr, "kgrp", "kg")
 	waitGroup(ctx, t, b, "kgrp", 1)
 	survivor := startKcatMember(t, kcat, addr, "kgrp", "kg")

@@ -43,15 +43,7 @@ func TestShutdownAnswersEveryParkedRequest(t *testing.T) {
 		cs = append(cs, c)
 	}
 	producer := dialRaw(t, addr)
-	req := kmsg.NewPtrProduceRequest()
-	req.Version, req.Acks, req.TimeoutMillis = 7, -1, 60_000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = "idle"
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Partition, rp.Records = 7, recordBatch(t, "never replicated")
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	if err := producer.send(req); err != nil {
+	if err := producer.send(produceReq(t, "idle", 7, -1, time.Minute, "never replicated")); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { return b.fetches.Delayed() >= conns*perConn && b.produces.Delayed() == 1 })
@@ -197,15 +189,7 @@ func TestFaultDrill(t *testing.T) {
 	c := dialRaw(t, addr)
 	produce := func(timeout time.Duration) int16 {
 		t.Helper()
-		req := kmsg.NewPtrProduceRequest()
-		req.Version, req.Acks, req.TimeoutMillis = 7, -1, int32(timeout/time.Millisecond)
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = "drill"
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Records = recordBatch(t, "drill")
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, err := c.do(req)
+		resp, err := c.do(produceReq(t, "drill", 0, -1, timeout, "drill"))
 		if err != nil {
 			t.Fatal(err)
 		}
