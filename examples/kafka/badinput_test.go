@@ -188,3 +188,40 @@ func TestUnservedRequestsGetErrorCodes(t *testing.T) {
 		}
 	}
 }
+
+// TestAnswersInRequestOrder pipelines requests answered later (fetches parked
+// until their MaxWait) between requests answered at once, on one connection:
+// every answer comes back in the order its request was sent, as the protocol
+// requires, whichever goroutine gave it.
+func TestAnswersInRequestOrder(t *testing.T) {
+	_, addr, _ := startBroker(t, Config{Replicas: 1}, "o:2")
+	c := dialRaw(t, addr)
+	var want []int16
+	for i := range 30 {
+		var req kmsg.Request
+		switch i % 3 {
+		case 0:
+			req = fetchReq("o", int32(i%2), 0, time.Duration(50+i)*time.Millisecond, 1) // parks, then its MaxWait
+		case 1:
+			req = kmsg.NewPtrMetadataRequest() // at once
+		default:
+			req = produceReq(t, "o", 1, 1, time.Second, "x") // acks=1: at once
+		}
+		if req.GetVersion() == 0 && req.Key() == kmsg.Metadata.Int16() {
+			req.SetVersion(4)
+		}
+		want = append(want, req.Key())
+		if err := c.send(req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, key := range want {
+		resp, err := c.recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Key() != key {
+			t.Fatalf("answer %d is to API key %d; the request sent %d-th was key %d", i, resp.Key(), i, key)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -28,6 +29,16 @@ type conn struct {
 	// clientID is the client id of the request being handled; only the
 	// reader, which runs the handlers, reads or writes it.
 	clientID string
+
+	// An answer given while its handler runs, with none before it still to
+	// be written, is written by the reader itself (answer): most requests
+	// are answered so, and skip waking the writer. The rest go through
+	// pending to the writer, in order. queued counts those not yet written;
+	// wmu guards w, which both write to.
+	wmu     sync.Mutex
+	w       *bufio.Writer
+	scratch []byte // the reader's encoding buffer, under wmu
+	queued  atomic.Int32
 }
 
 // host is the client's address without its port, as group members are
@@ -46,7 +57,7 @@ func (c *conn) host() string {
 const maxInFlight = 64
 
 func newConn(b *Broker, nc net.Conn) *conn {
-	return &conn{b: b, nc: nc, pending: make(chan chan kmsg.Response, maxInFlight)}
+	return &conn{b: b, nc: nc, pending: make(chan chan kmsg.Response, maxInFlight), w: bufio.NewWriterSize(nc, 64<<10)}
 }
 
 // serve runs the reader here and the writer beside it, and returns when both
@@ -128,32 +139,78 @@ func (c *conn) read() error {
 	}
 }
 
-// answer queues a place for the request's answer and runs handle, which
-// replies through the callback it is given (nil: no response); a second reply
-// is ignored. If handle panics (a bug: input is checked before it), the
-// request gets no answer, the writer moves on, and the error closes the
-// connection instead of the broker.
+// answer runs handle, which replies through the callback it is given (nil:
+// no response); a second reply is ignored. An answer given before handle
+// returns, with every earlier answer written, is written here, on the
+// reader; any other takes its place in pending, for the writer, in request
+// order. If handle panics (a bug: input is checked before it), the request
+// gets no answer, and the error closes the connection instead of the broker.
 func (c *conn) answer(h header, handle func(reply func(kmsg.Response))) (err error) {
-	ch := make(chan kmsg.Response, 1)
-	c.pending <- ch
-	var once sync.Once
-	reply := func(resp kmsg.Response) {
-		once.Do(func() {
-			if resp != nil {
-				resp.SetVersion(h.version)
-				resp = &framed{resp, h}
-			}
-			ch <- resp
-		})
-	}
+	a := &pendingAnswer{h: h}
 	defer func() {
 		if r := recover(); r != nil {
-			reply(nil)
+			a.reply(nil)
 			err = fmt.Errorf("API key %d version %d: handler panicked: %v\n%s", h.key, h.version, r, debug.Stack())
 		}
+		err = errors.Join(err, c.hand(a))
 	}()
-	handle(reply)
+	handle(a.reply)
 	return nil
+}
+
+// hand writes a's answer at once if it has come and nothing is queued before
+// it, or else queues a place for it.
+func (c *conn) hand(a *pendingAnswer) error {
+	ch := make(chan kmsg.Response, 1)
+	a.mu.Lock()
+	resp, done := a.resp, a.done
+	if !done {
+		a.ch = ch // a later reply sends here
+	}
+	a.mu.Unlock()
+	if done && c.queued.Load() == 0 {
+		// Nothing before it is left to write: the writer is idle and
+		// only this goroutine queues.
+		c.wmu.Lock()
+		var err error
+		c.scratch, err = c.writeLocked(c.scratch, resp, true)
+		c.wmu.Unlock()
+		return err
+	}
+	if done {
+		ch <- resp
+	}
+	c.queued.Add(1)
+	c.pending <- ch
+	return nil
+}
+
+// pendingAnswer is one request's answer, given once.
+type pendingAnswer struct {
+	h       header
+	mu      sync.Mutex
+	replied bool
+	done    bool               // resp is the answer, not yet handed on
+	resp    kmsg.Response      // framed, or nil for none
+	ch      chan kmsg.Response // where the answer goes once answer has queued it
+}
+
+func (a *pendingAnswer) reply(resp kmsg.Response) {
+	if resp != nil {
+		resp.SetVersion(a.h.version)
+		resp = &framed{resp, a.h}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch {
+	case a.replied:
+		return
+	case a.ch != nil:
+		a.ch <- resp
+	default:
+		a.resp, a.done = resp, true
+	}
+	a.replied = true
 }
 
 // framed is an answer with its request's header, for the writer.
@@ -163,32 +220,49 @@ type framed struct {
 }
 
 func (c *conn) write() {
-	w := bufio.NewWriterSize(c.nc, 64<<10)
 	var buf []byte
 	for ch := range c.pending {
 		var resp kmsg.Response
 		select {
 		case resp = <-ch:
 		default: // not answered yet: send what is written meanwhile
-			if w.Flush() != nil {
+			c.wmu.Lock()
+			err := c.w.Flush()
+			c.wmu.Unlock()
+			if err != nil {
 				c.discard()
 				return
 			}
 			resp = <-ch
 		}
-		if f, ok := resp.(*framed); ok { // nil: acks=0, no response
-			buf = f.appendTo(buf[:0])
-			if _, err := w.Write(buf); err != nil {
-				c.discard()
-				return
-			}
-		}
-		if len(c.pending) == 0 && w.Flush() != nil {
+		c.wmu.Lock()
+		var err error
+		buf, err = c.writeLocked(buf, resp, len(c.pending) == 0)
+		c.wmu.Unlock()
+		c.queued.Add(-1)
+		if err != nil {
 			c.discard()
 			return
 		}
 	}
-	w.Flush()
+	c.wmu.Lock()
+	c.w.Flush()
+	c.wmu.Unlock()
+}
+
+// writeLocked writes resp (nil: acks=0, no response) into w, using buf, and
+// flushes w if flush is set. The caller holds wmu.
+func (c *conn) writeLocked(buf []byte, resp kmsg.Response, flush bool) ([]byte, error) {
+	if f, ok := resp.(*framed); ok {
+		buf = f.appendTo(buf[:0])
+		if _, err := c.w.Write(buf); err != nil {
+			return buf, err
+		}
+	}
+	if flush {
+		return buf, c.w.Flush()
+	}
+	return buf, nil
 }
 
 // appendTo appends the answer as a frame: its size, the response header
