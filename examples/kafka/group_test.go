@@ -180,10 +180,7 @@ func TestKafkajsGroup(t *testing.T) {
 		_, err = os.Stat("kafkajs/node_modules/kafkajs")
 	}
 	if err != nil {
-		if os.Getenv("KAFKAJS_REQUIRED") != "" {
-			t.Fatalf("kafkajs cannot run (%v): install Node.js and run npm ci --prefix examples/kafka/kafkajs", err)
-		}
-		t.Skipf("kafkajs cannot run (%v): install Node.js and run npm ci --prefix examples/kafka/kafkajs", err)
+		required(t, "KAFKAJS_REQUIRED", fmt.Sprintf("kafkajs cannot run (%v): install Node.js and run npm ci --prefix examples/kafka/kafkajs", err))
 	}
 	b, addr, _ := startBroker(t, Config{Replicas: 1, InitialRebalanceDelay: -1}, "js:4")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -19,13 +19,7 @@ import (
 // with kcat -C -e, byte for byte. CI installs kcat and sets KCAT_REQUIRED, so
 // that there the test cannot skip.
 func TestKcat(t *testing.T) {
-	kcat, err := exec.LookPath("kcat")
-	if err != nil {
-		if os.Getenv("KCAT_REQUIRED") != "" {
-			t.Fatal("kcat is not installed (apt-get install kcat)")
-		}
-		t.Skip("kcat is not installed (apt-get install kcat)")
-	}
+	kcat := needKcat(t)
 	_, addr, _ := startBroker(t, Config{Replicas: 3, AutoCreate: true})
 	var in bytes.Buffer
 	for i := range 1000 {
@@ -46,6 +40,28 @@ func TestKcat(t *testing.T) {
 	if !bytes.Equal(out, in.Bytes()) {
 		t.Errorf("kcat read back %d bytes, produced %d; first difference at byte %d", len(out), in.Len(), firstDiff(out, in.Bytes()))
 	}
+}
+
+// needKcat returns kcat's path, or skips the test if kcat is not installed;
+// CI installs it and sets KCAT_REQUIRED, so that there the test fails
+// instead.
+func needKcat(t *testing.T) string {
+	t.Helper()
+	kcat, err := exec.LookPath("kcat")
+	if err != nil {
+		required(t, "KCAT_REQUIRED", "kcat is not installed (apt-get install kcat)")
+	}
+	return kcat
+}
+
+// required fails the test if the variable env is set (CI sets it where it
+// installs what the test needs), and skips it otherwise, saying why.
+func required(t *testing.T, env, why string) {
+	t.Helper()
+	if os.Getenv(env) != "" {
+		t.Fatal(why)
+	}
+	t.Skip(why)
 }
 
 func firstDiff(a, b []byte) int {
@@ -133,13 +149,7 @@ func (m *kcatMember) records() map[string][]kcatRecord {
 // offsets the killed one committed: every record is read, and none below a
 // committed offset is read twice.
 func TestKcatGroup(t *testing.T) {
-	kcat, err := exec.LookPath("kcat")
-	if err != nil {
-		if os.Getenv("KCAT_REQUIRED") != "" {
-			t.Fatal("kcat is not installed (apt-get install kcat)")
-		}
-		t.Skip("kcat is not installed (apt-get install kcat)")
-	}
+	kcat := needKcat(t)
 	b, addr, _ := startBroker(t, Config{Replicas: 1, InitialRebalanceDelay: -1}, "kg:4")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

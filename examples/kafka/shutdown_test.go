@@ -106,30 +106,7 @@ func waitFor(t *testing.T, cond func() bool) {
 // it, sends it SIGTERM, and checks that every fetch is answered and the
 // command exits cleanly.
 func TestSIGTERMAnswersParkedFetches(t *testing.T) {
-	cmd := exec.Command(os.Args[0], "-addr", "127.0.0.1:0", "-metrics-addr", "", "-topics", "idle:4", "-replicas", "3")
-	cmd.Env = append(os.Environ(), "KAFKA_EXAMPLE_RUN_MAIN=1")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	lines := bufio.NewScanner(stdout)
-	if !lines.Scan() {
-		t.Fatalf("no first line from the command: %v", lines.Err())
-	}
-	fields := strings.Fields(lines.Text())
-	ok := len(fields) > 3
-	var addr string
-	if ok {
-		addr = fields[3]
-	}
-	if !ok || !strings.Contains(lines.Text(), "listening on") {
-		t.Fatalf("first line %q names no address", lines.Text())
-	}
+	cmd, lines, addr := startCommand(t, "-topics", "idle:4", "-replicas", "3")
 
 	const parked = 40
 	c := dialRaw(t, addr)
@@ -165,18 +142,7 @@ func TestSIGTERMAnswersParkedFetches(t *testing.T) {
 // times out, since no follower copies it; SIGUSR1 resumes the followers, and
 // the next one is acknowledged.
 func TestFaultDrill(t *testing.T) {
-	cmd := exec.Command(os.Args[0], "-addr", "127.0.0.1:0", "-metrics-addr", "", "-topics", "drill:1", "-replicas", "3", "-stall-followers")
-	cmd.Env = append(os.Environ(), "KAFKA_EXAMPLE_RUN_MAIN=1")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	lines := bufio.NewScanner(stdout)
+	cmd, lines, addr := startCommand(t, "-topics", "drill:1", "-replicas", "3", "-stall-followers")
 	next := func(want string) string {
 		t.Helper()
 		if !lines.Scan() || !strings.Contains(lines.Text(), want) {
@@ -184,7 +150,6 @@ func TestFaultDrill(t *testing.T) {
 		}
 		return lines.Text()
 	}
-	addr := strings.Fields(next("listening on"))[3]
 	next("followers stalled")
 	c := dialRaw(t, addr)
 	produce := func(timeout time.Duration) int16 {
@@ -213,4 +178,32 @@ func TestFaultDrill(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("command: %v", err)
 	}
+}
+
+// startCommand runs the command itself (TestMain runs main in the child)
+// with args, on a port of its own and without metrics, and returns it, its
+// output after the first line, and the address that line names. The child
+// is killed when the test ends, if it still runs.
+func startCommand(t *testing.T, args ...string) (*exec.Cmd, *bufio.Scanner, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"-addr", "127.0.0.1:0", "-metrics-addr", ""}, args...)...)
+	cmd.Env = append(os.Environ(), "KAFKA_EXAMPLE_RUN_MAIN=1")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	lines := bufio.NewScanner(stdout)
+	if !lines.Scan() {
+		t.Fatalf("no first line from the command: %v", lines.Err())
+	}
+	fields := strings.Fields(lines.Text())
+	if len(fields) < 4 || !strings.Contains(lines.Text(), "listening on") {
+		t.Fatalf("first line %q names no address", lines.Text())
+	}
+	return cmd, lines, fields[3]
 }

@@ -92,16 +92,7 @@ func runGroup(s *server, members, rate int, d time.Duration) (map[string]float64
 	}
 	defer prod.Close()
 	n := int(int64(rate) * int64(d) / int64(time.Second))
-	begin := time.Now()
-	tick := time.NewTicker(time.Millisecond)
-	for sent := 0; sent < n; {
-		<-tick.C
-		due := min(n, int(float64(rate)*time.Since(begin).Seconds())+1)
-		for ; sent < due; sent++ {
-			prod.Produce(ctx, record(time.Now()), nil)
-		}
-	}
-	tick.Stop()
+	paced(rate, n, func() { prod.Produce(ctx, record(time.Now()), nil) })
 	if err := prod.Flush(ctx); err != nil {
 		return nil, err
 	}

@@ -84,23 +84,16 @@ func runProduce(s *server, rate int, d time.Duration) (produceResult, error) {
 	if err != nil {
 		return produceResult{}, err
 	}
-	start := time.Now()
-	tick := time.NewTicker(time.Millisecond)
-	for sent := 0; sent < n; {
-		<-tick.C
-		due := min(n, int(float64(rate)*time.Since(start).Seconds())+1)
-		for ; sent < due; sent++ {
-			prod.Produce(ctx, record(time.Now()), func(r *kgo.Record, err error) {
-				l := ms(time.Since(sentAt(r)))
-				mu.Lock()
-				defer mu.Unlock()
-				if err == nil {
-					prodLat = append(prodLat, l)
-				}
-			})
-		}
-	}
-	tick.Stop()
+	paced(rate, n, func() {
+		prod.Produce(ctx, record(time.Now()), func(r *kgo.Record, err error) {
+			l := ms(time.Since(sentAt(r)))
+			mu.Lock()
+			defer mu.Unlock()
+			if err == nil {
+				prodLat = append(prodLat, l)
+			}
+		})
+	})
 	if err := prod.Flush(ctx); err != nil {
 		return produceResult{}, err
 	}
@@ -120,6 +113,21 @@ func runProduce(s *server, rate int, d time.Duration) (produceResult, error) {
 			"cpu_ms_per_1000_records": ms(cpu1-cpu0) * 1000 / float64(n),
 		},
 	}, nil
+}
+
+// paced calls send n times, rate times a second, on a 1 ms ticker: each
+// tick catches up with the records due by then.
+func paced(rate, n int, send func()) {
+	start := time.Now()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for sent := 0; sent < n; {
+		<-tick.C
+		due := min(n, int(float64(rate)*time.Since(start).Seconds())+1)
+		for ; sent < due; sent++ {
+			send()
+		}
+	}
 }
 
 // record is 100 bytes whose first 8 say when it was sent.
