@@ -1,6 +1,7 @@
 package purgatory_test
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -129,6 +130,30 @@ func runModel(t *testing.T, prog []byte) {
 		i := slices.Index(m.keys, key)
 		return m.levels[i] <= high[key]
 	}
+	// walked checks a walk of key (CheckAndComplete, or Advance: the
+	// operations it tries are those in): each one it tries completes if
+	// ready, a TryComplete that panics makes the call panic once the walk
+	// is over, and the call returns how many it completed.
+	walked := func(step, key int, name string, in func(*modelOp) bool, walk func() int) {
+		var wantN int
+		wantPanic := false
+		for _, i := range watching(key) {
+			switch mm := &model[i]; {
+			case !in(mm):
+			case fires(mm, testkit.PanicTry):
+				wantPanic = true
+			case mm.ready:
+				wantN++
+				wantPanic = end(mm, purgatory.Completed) || wantPanic
+			}
+		}
+		var got int
+		if panicked := call(func() { got = walk() }); panicked != wantPanic {
+			t.Fatalf("step %d: %s panicked %v, model %v", step, name, panicked, wantPanic)
+		} else if !panicked && got != wantN {
+			t.Fatalf("step %d: %s = %d, model %d", step, name, got, wantN)
+		}
+	}
 
 	for pc := 0; pc+2 < len(prog); pc += 3 {
 		kind, a, b := prog[pc]%9, int(prog[pc+1]), int(prog[pc+2])
@@ -194,23 +219,8 @@ func runModel(t *testing.T, prog []byte) {
 			if b >= 128 && nestedCheck(t, p, ops, model, watching, end, key, b%fuzzKeys) {
 				break
 			}
-			var wantN int
-			wantPanic := false
-			for _, i := range watching(key) {
-				switch mm := &model[i]; {
-				case fires(mm, testkit.PanicTry):
-					wantPanic = true
-				case mm.ready:
-					wantN++
-					wantPanic = end(mm, purgatory.Completed) || wantPanic
-				}
-			}
-			var got int
-			if panicked := call(func() { got = p.CheckAndComplete(key) }); panicked != wantPanic {
-				t.Fatalf("step %d: CheckAndComplete(%d) panicked %v, model %v", pc/3, key, panicked, wantPanic)
-			} else if !panicked && got != wantN {
-				t.Fatalf("step %d: CheckAndComplete(%d) = %d, model %d", pc/3, key, got, wantN)
-			}
+			walked(pc/3, key, fmt.Sprintf("CheckAndComplete(%d)", key), func(*modelOp) bool { return true },
+				func() int { return p.CheckAndComplete(key) })
 		case 3: // ForceComplete; an undone operation cannot be completed
 			wantWon := m.outcome == purgatory.Pending && (m.counted || !m.added)
 			wantPanic := wantWon && end(m, purgatory.Forced)
@@ -224,24 +234,8 @@ func runModel(t *testing.T, prog []byte) {
 			if listed[key] {
 				high[key] = max(high[key], int64(b%24))
 			}
-			var wantN int
-			wantPanic := false
-			for _, i := range watching(key) {
-				switch mm := &model[i]; {
-				case !tried(mm, key):
-				case fires(mm, testkit.PanicTry):
-					wantPanic = true
-				case mm.ready:
-					wantN++
-					wantPanic = end(mm, purgatory.Completed) || wantPanic
-				}
-			}
-			var got int
-			if panicked := call(func() { got = p.Advance(key, int64(b%24)) }); panicked != wantPanic {
-				t.Fatalf("step %d: Advance(%d, %d) panicked %v, model %v", pc/3, key, b%24, panicked, wantPanic)
-			} else if !panicked && got != wantN {
-				t.Fatalf("step %d: Advance(%d, %d) = %d, model %d", pc/3, key, b%24, got, wantN)
-			}
+			walked(pc/3, key, fmt.Sprintf("Advance(%d, %d)", key, b%24), func(mm *modelOp) bool { return tried(mm, key) },
+				func() int { return p.Advance(key, int64(b%24)) })
 		case 4: // CancelForKey, or (b odd) ForceCompleteForKey
 			listed[key], high[key] = false, math.MinInt64
 			if b%2 == 1 {
