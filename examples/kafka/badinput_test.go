@@ -3,14 +3,53 @@ package main
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"runtime/debug"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+// hugeTagCount is a LeaveGroup v5 of 23 bytes whose first tagged-field
+// section claims 2^32-1 fields with no bytes left for them. kmsg before
+// v1.15.1 read on past the end, one field at a time, for about 3 s of CPU (over
+// 10 s with fuzzing's coverage, where FuzzRequest found it).
+var hugeTagCount = func() []byte {
+	body := []byte("\x00\x0d\x00\x05\x00\x00\x00\x01\x00\x04test\x00\x01\x01\xe1\x96\xf9lf\x00")
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
+}()
+
+// TestKmsgStopsAtTheEndOfInput: the kmsg this module builds with is one that
+// stops reading tagged fields at the end of the input (v1.15.1 and later), so
+// hugeTagCount is refused at once rather than after seconds of a core.
+func TestKmsgStopsAtTheEndOfInput(t *testing.T) {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		t.Fatal("no build information in the test binary")
+	}
+	for _, m := range info.Deps {
+		if m.Path != "github.com/twmb/franz-go/pkg/kmsg" {
+			continue
+		}
+		if m.Replace != nil {
+			m = m.Replace
+		}
+		var major, minor, patch int
+		if _, err := fmt.Sscanf(m.Version, "v%d.%d.%d", &major, &minor, &patch); err != nil {
+			t.Fatalf("kmsg version %q: %v", m.Version, err)
+		}
+		if slices.Compare([]int{major, minor, patch}, []int{1, 15, 1}) < 0 {
+			t.Fatalf("kmsg %s spins on a tag count past the end of a request; keep it at v1.15.1 or later in go.mod", m.Version)
+		}
+		return
+	}
+	t.Fatal("kmsg is not among the test binary's dependencies")
+}
 
 // TestBadFramesCloseTheConnectionWithALogLine: input that cannot be answered
 // closes its connection with a line in the log; the broker goes on serving
@@ -32,6 +71,7 @@ func TestBadFramesCloseTheConnectionWithALogLine(t *testing.T) {
 		{"unknown API key", rekey(frame(metadata, 1), 999), "unknown API key 999"},
 		{"unknown version", frame(produce, 1), "version 99"},
 		{"truncated body", truncateBody(frame(metadata, 1)), "MetadataRequest"},
+		{"tag count of 2^32-1", hugeTagCount, "LeaveGroupRequest"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			nc, err := net.Dial("tcp", addr)
