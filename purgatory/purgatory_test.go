@@ -12,11 +12,15 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/purgatory-go/purgatory/internal/crashout"
 	"github.com/purgatory-go/purgatory/internal/testkit"
 	"github.com/purgatory-go/purgatory/purgatory"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	crashout.Keep() // a fuzz worker's crash, kept where .ci/run can print it
+	goleak.VerifyTestMain(m)
+}
 
 func newPurgatory(t *testing.T, opts ...purgatory.Option) *purgatory.Purgatory[string] {
 	t.Helper()

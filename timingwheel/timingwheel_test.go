@@ -14,11 +14,15 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/purgatory-go/purgatory/internal/crashout"
 	"github.com/purgatory-go/purgatory/internal/testkit"
 	"github.com/purgatory-go/purgatory/timingwheel"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	crashout.Keep() // a fuzz worker's crash, kept where .ci/run can print it
+	goleak.VerifyTestMain(m)
+}
 
 // executors runs a test once with each built-in executor.
 func executors(t *testing.T, test func(t *testing.T, exec timingwheel.Executor)) {

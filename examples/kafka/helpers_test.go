@@ -16,9 +16,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
+
+	"github.com/purgatory-go/purgatory/internal/crashout"
 )
 
 func TestMain(m *testing.M) {
+	crashout.Keep() // a fuzz worker's crash, kept where .ci/run can print it
 	if os.Getenv("KAFKA_EXAMPLE_RUN_MAIN") == "1" {
 		main() // the SIGTERM test runs the command as a child process
 		os.Exit(0)
