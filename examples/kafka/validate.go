@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
+	"sync"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/s2"
@@ -227,7 +228,9 @@ func (r *recordReader) field(least int64) {
 }
 
 // decompress returns a compressed batch's records, at most maxDecompressed
-// bytes of them, or body itself if it is not compressed.
+// bytes of them, or body itself if it is not compressed. The decompressors are
+// reused (gzip's and lz4's from pools, one zstd decoder for small frames):
+// making one per batch cost more than the rest of a small batch's validation.
 func decompress(body []byte, codec uint16) ([]byte, error) {
 	var out []byte
 	var err error
@@ -235,26 +238,73 @@ func decompress(body []byte, codec uint16) ([]byte, error) {
 	case 0:
 		return body, nil
 	case 1:
-		var zr *gzip.Reader
-		if zr, err = gzip.NewReader(bytes.NewReader(body)); err == nil {
-			out, err = readAtMost(zr)
-		}
+		out, err = gunzip(body)
 	case 2:
 		out, err = unsnappy(body)
 	case 3:
-		out, err = readAtMost(lz4.NewReader(bytes.NewReader(body)))
+		zr := lz4Readers.Get().(*lz4.Reader)
+		zr.Reset(bytes.NewReader(body))
+		out, err = readAtMost(zr)
+		zr.Reset(nil)
+		lz4Readers.Put(zr)
 	case 4:
-		var zd *zstd.Decoder
-		zd, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxDecompressed))
-		if err == nil {
-			out, err = zd.DecodeAll(body, nil)
-			zd.Close()
-		}
+		out, err = unzstd(body)
 	}
 	if err != nil {
 		return nil, refuse(kerr.CorruptMessage, "codec %d: %v", codec, err)
 	}
 	return out, nil
+}
+
+var (
+	gzipReaders sync.Pool // of *gzip.Reader
+	lz4Readers  = sync.Pool{New: func() any { return lz4.NewReader(nil) }}
+	// zstdShared is one decoder for the zstd batches of up to zstdSharedMax
+	// bytes, window and output: DecodeAll may be called concurrently, each
+	// call taking one of its GOMAXPROCS block decoders, and starts no
+	// goroutine, so it is never closed. A block decoder keeps buffers the
+	// size of the largest frame it read (60 MiB after a 60 MiB frame,
+	// measured), hence the bound.
+	zstdShared = sync.OnceValues(func() (*zstd.Decoder, error) {
+		return zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(zstdSharedMax))
+	})
+)
+
+const zstdSharedMax = 1 << 20
+
+// unzstd reads a zstd batch with the shared decoder, or, past its bound, with
+// a decoder of its own, let go after.
+func unzstd(body []byte) ([]byte, error) {
+	zd, err := zstdShared()
+	if err != nil {
+		return nil, err
+	}
+	out, err := zd.DecodeAll(body, nil)
+	if !errors.Is(err, zstd.ErrDecoderSizeExceeded) && !errors.Is(err, zstd.ErrWindowSizeExceeded) {
+		return out, err
+	}
+	zd, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxDecompressed))
+	if err != nil {
+		return nil, err
+	}
+	defer zd.Close()
+	return zd.DecodeAll(body, nil)
+}
+
+func gunzip(body []byte) ([]byte, error) {
+	var zr *gzip.Reader
+	var err error
+	if v := gzipReaders.Get(); v != nil {
+		zr = v.(*gzip.Reader)
+		err = zr.Reset(bytes.NewReader(body))
+	} else {
+		zr, err = gzip.NewReader(bytes.NewReader(body))
+	}
+	if err != nil {
+		return nil, err // a reader whose header failed is not reused
+	}
+	defer gzipReaders.Put(zr)
+	return readAtMost(zr)
 }
 
 func readAtMost(r io.Reader) ([]byte, error) {

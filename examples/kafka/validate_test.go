@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -110,6 +113,67 @@ func TestValidateAcceptsWhatClientsSend(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestValidateReusesDecompressors: the decompressors validation reuses (gzip's
+// and lz4's pooled readers, the one zstd decoder) read each batch afresh,
+// whatever the batch before them left, from several goroutines at once: a
+// batch cut short is refused, and the next, whole one is read right (its
+// records give it its max timestamp, as in TestValidateAcceptsWhatClientsSend).
+func TestValidateReusesDecompressors(t *testing.T) {
+	for name, codec := range codecs {
+		if name == "none" {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			good := makeBatch(t, 20, codec)
+			wrong := bytes.Clone(good)
+			binary.BigEndian.PutUint64(wrong[offMaxTimestamp:], 0)
+			wrong = reCRC(wrong)
+			cut := bytes.Clone(good[:batchHeaderLen+(len(good)-batchHeaderLen)/2])
+			binary.BigEndian.PutUint32(cut[offLength:], uint32(len(cut)-12))
+			cut = reCRC(cut)
+			var wg sync.WaitGroup
+			for range 4 {
+				wg.Go(func() {
+					for range 8 { // few: lz4 takes some 10 ms a batch under -race
+						if _, err := validateProduce(bytes.Clone(cut), DefaultMaxMessageBytes); errorCode(err) != kerr.CorruptMessage.Code {
+							t.Errorf("a batch cut short: %v; want CORRUPT_MESSAGE", err)
+							return
+						}
+						out, err := validateProduce(bytes.Clone(wrong), DefaultMaxMessageBytes)
+						if err != nil || !bytes.Equal(out, good) {
+							t.Errorf("the whole batch after it: %v, stored as given: %t; want its records read", err, bytes.Equal(out, wrong))
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+		})
+	}
+}
+
+// TestValidateZstdPastTheSharedDecoder: a zstd batch whose records are more
+// than the shared decoder may keep (zstdSharedMax) is refused by that decoder,
+// which so keeps no buffer of its size, and read by one of its own: stored.
+func TestValidateZstdPastTheSharedDecoder(t *testing.T) {
+	big := makeBatch(t, 40_000, kgo.ZstdCompression())
+	records, err := decompress(big[batchHeaderLen:], 4)
+	if err != nil || len(records) <= zstdSharedMax {
+		t.Fatalf("the batch's records: %d bytes, %v; want over %d", len(records), err, zstdSharedMax)
+	}
+	shared, err := zstdShared()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := shared.DecodeAll(big[batchHeaderLen:], nil); !errors.Is(err, zstd.ErrDecoderSizeExceeded) && !errors.Is(err, zstd.ErrWindowSizeExceeded) {
+		t.Fatalf("the shared decoder read a frame of %d bytes: %v; want it refused", len(records), err)
+	}
+	out, err := validateProduce(big, DefaultMaxMessageBytes)
+	if err != nil || !bytes.Equal(out, big) {
+		t.Fatalf("validateProduce: %v, stored as given: %t", err, bytes.Equal(out, big))
 	}
 }
 
