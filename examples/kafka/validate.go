@@ -262,9 +262,10 @@ var (
 	// zstdShared is one decoder for the zstd batches of up to zstdSharedMax
 	// bytes, window and output: DecodeAll may be called concurrently, each
 	// call taking one of its GOMAXPROCS block decoders, and starts no
-	// goroutine, so it is never closed. A block decoder keeps buffers the
-	// size of the largest frame it read (60 MiB after a 60 MiB frame,
-	// measured), hence the bound.
+	// goroutine, so it is never closed. A decoder keeps buffers the size of
+	// the largest frame it read (60 MiB in use after a 60 MiB frame,
+	// measured, against none once a decoder of its own is closed), hence
+	// the bound.
 	zstdShared = sync.OnceValues(func() (*zstd.Decoder, error) {
 		return zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(zstdSharedMax))
 	})
