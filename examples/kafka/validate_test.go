@@ -74,6 +74,21 @@ func makeBatch(t testing.TB, n int, codec kgo.CompressionCodec) []byte {
 	return reCRC(b)
 }
 
+// setLength sets the batch length to the bytes there are, and the CRC.
+func setLength(b []byte) []byte {
+	binary.BigEndian.PutUint32(b[offLength:], uint32(len(b)-12))
+	return reCRC(b)
+}
+
+// withMaxTimestamp0 is a copy of b whose max timestamp says 0, CRC mended: a
+// batch validation gives back with its records' largest, which it must read
+// them for.
+func withMaxTimestamp0(b []byte) []byte {
+	wrong := bytes.Clone(b)
+	binary.BigEndian.PutUint64(wrong[offMaxTimestamp:], 0)
+	return reCRC(wrong)
+}
+
 // reCRC sets the batch's CRC to match its bytes, as a client that built a
 // wrong batch on purpose would.
 func reCRC(b []byte) []byte {
@@ -100,9 +115,7 @@ func TestValidateAcceptsWhatClientsSend(t *testing.T) {
 			if !bytes.Equal(out, b) {
 				t.Fatal("a valid batch was changed")
 			}
-			wrong := bytes.Clone(b)
-			binary.BigEndian.PutUint64(wrong[offMaxTimestamp:], 0)
-			out, err = validateProduce(reCRC(wrong), DefaultMaxMessageBytes)
+			out, err = validateProduce(withMaxTimestamp0(b), DefaultMaxMessageBytes)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,12 +141,8 @@ func TestValidateReusesDecompressors(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			good := makeBatch(t, 20, codec)
-			wrong := bytes.Clone(good)
-			binary.BigEndian.PutUint64(wrong[offMaxTimestamp:], 0)
-			wrong = reCRC(wrong)
-			cut := bytes.Clone(good[:batchHeaderLen+(len(good)-batchHeaderLen)/2])
-			binary.BigEndian.PutUint32(cut[offLength:], uint32(len(cut)-12))
-			cut = reCRC(cut)
+			wrong := withMaxTimestamp0(good)
+			cut := setLength(bytes.Clone(good[:batchHeaderLen+(len(good)-batchHeaderLen)/2]))
 			var wg sync.WaitGroup
 			for range 4 {
 				wg.Go(func() {
@@ -194,11 +203,6 @@ func TestValidateRefusesCorruptBatches(t *testing.T) {
 			at += w + int(n)
 		}
 		return at
-	}
-	// setLength sets the batch length to the bytes there are.
-	setLength := func(b []byte) []byte {
-		binary.BigEndian.PutUint32(b[offLength:], uint32(len(b)-12))
-		return reCRC(b)
 	}
 	cases := []struct {
 		name    string
