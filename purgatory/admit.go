@@ -88,9 +88,9 @@ func (r *room) wakeAll() {
 	}
 }
 
-// ended is called after an operation leaves Delayed: it wakes Admit's waiters
+// madeRoom is called after an operation leaves Delayed: it wakes Admit's waiters
 // if there are any and there is room now.
-func (c *core) ended() {
+func (c *core) madeRoom() {
 	if c.room.waiters.Load() == 0 {
 		return
 	}

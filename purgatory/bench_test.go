@@ -221,3 +221,46 @@ func BenchmarkObserver(b *testing.B) {
 		})
 	}
 }
+
+// threshold waits until its key's level, kept by the benchmark, reaches at.
+type threshold struct {
+	purgatory.Op
+	level *int64
+	at    int64
+}
+
+func (t *threshold) TryComplete() bool { return *t.level >= t.at }
+func (t *threshold) OnComplete()       {}
+func (t *threshold) OnExpiration()     {}
+
+// BenchmarkAdvance is the level heap's hot path, W6 without the clock: each
+// op watches a request at a level up to 800 above its key's (one of 100
+// keys), then advances another key by 100, which completes the requests whose
+// level it reached (about one per op), with 8,000 waiting in all.
+func BenchmarkAdvance(b *testing.B) {
+	const keys = 100
+	p, err := purgatory.New[int]("bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	levels := make([]int64, keys)
+	rng := rand.New(rand.NewPCG(1, 2))
+	add := func(i int) {
+		k := i % keys
+		t := &threshold{Op: purgatory.Op{Timeout: time.Hour}, level: &levels[k], at: levels[k] + 1 + rng.Int64N(800)}
+		p.TryCompleteElseWatchAt(t, purgatory.At(k, t.at))
+	}
+	for i := range 8000 {
+		add(i)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		add(i)
+		k := (i + keys/2) % keys
+		levels[k] += 100
+		p.Advance(k, levels[k])
+		i++
+	}
+}

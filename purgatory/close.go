@@ -10,7 +10,7 @@ import (
 // ErrShutdownInCallback is returned by Shutdown when it is called from inside
 // a callback that it would have to wait for: it has closed the purgatory as
 // Close does and waited for nothing.
-var ErrShutdownInCallback = errors.New("purgatory: Shutdown called from inside an operation's callback, which cannot wait for itself; the purgatory is closed but nothing was waited for (call Close there, and Shutdown from outside)")
+var ErrShutdownInCallback = errors.New("purgatory: Shutdown called from a callback: closed, waited for nothing; call Close there")
 
 // Close ends every pending operation now with Outcome Closed, running
 // OnComplete (not OnExpiration: shutting down is not a timeout) on the calling

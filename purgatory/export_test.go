@@ -24,7 +24,7 @@ func (p *Purgatory[K]) ListsAtRest() error {
 func (sh *shard[K]) atRest() error {
 	empty := 0
 	for key, l := range sh.lists {
-		if w := l.walk.Load(); w != 0 {
+		if w := l.walking.Load(); w != 0 {
 			return fmt.Errorf("key %v: walk word %b with no walk under way", key, w)
 		}
 		dead := 0
@@ -46,18 +46,18 @@ func (sh *shard[K]) atRest() error {
 		}
 		levels := l.waiting()
 		for i := range levels {
-			if c := 2*i + 1; c < len(levels) && levels[c].level < levels[i].level ||
-				c+1 < len(levels) && levels[c+1].level < levels[i].level {
+			if c := 2*i + 1; c < len(levels) && levels[c].Key < levels[i].Key ||
+				c+1 < len(levels) && levels[c+1].Key < levels[i].Key {
 				return fmt.Errorf("key %v: the level heap is out of order at %d", key, i)
 			}
-			if levels[i].level <= l.lv.high {
-				return fmt.Errorf("key %v: an operation waits for level %d, reached (%d)", key, levels[i].level, l.lv.high)
+			if levels[i].Key <= l.lv.high {
+				return fmt.Errorf("key %v: an operation waits for level %d, reached (%d)", key, levels[i].Key, l.lv.high)
 			}
 		}
 		if l.leveled.Load() != (len(levels) > 0) {
 			return fmt.Errorf("key %v: leveled is %v with %d waiting for a level", key, l.leveled.Load(), len(levels))
 		}
-		if l.idle() {
+		if l.vacant() {
 			empty++
 		}
 	}
@@ -78,7 +78,7 @@ func (p *Purgatory[K]) LevelsHeld(key K) (live, held int) {
 		return 0, 0
 	}
 	for _, e := range l.waiting() {
-		if !e.op.ended() {
+		if !e.Value.op.ended() {
 			live++
 		}
 	}

@@ -1,6 +1,10 @@
 package purgatory
 
-import "math"
+import (
+	"math"
+
+	"github.com/purgatory-go/purgatory/internal/minheap"
+)
 
 // Progress watches. Kafka's busiest purgatories wait on numbers that only grow
 // per key: a produce with acks=all until the partition's high watermark
@@ -32,78 +36,29 @@ func At[K comparable](key K, level int64) Level[K] { return Level[K]{key, level}
 // noLevel is a key's level before any Advance.
 const noLevel = math.MinInt64
 
-// levelEntry is an operation waiting in a key's heap for level.
-type levelEntry struct {
-	entry
-	level int64
-}
-
-// levelHeap is a binary min-heap by level, written by hand rather than
-// through container/heap so that an entry is a value, not an interface.
-type levelHeap []levelEntry
-
-func (h *levelHeap) push(e levelEntry) {
-	*h = append(*h, e)
-	s := *h
-	i := len(s) - 1
-	for i > 0 {
-		parent := (i - 1) / 2
-		if s[parent].level <= s[i].level {
-			break
-		}
-		s[parent], s[i] = s[i], s[parent]
-		i = parent
-	}
-}
-
-// pop removes and returns the entry of the lowest level.
-func (h *levelHeap) pop() levelEntry {
-	s := *h
-	top := s[0]
-	last := len(s) - 1
-	s[0] = s[last]
-	s[last] = levelEntry{}
-	*h = s[:last]
-	h.down(0)
-	return top
-}
-
-func (h levelHeap) down(i int) {
-	for {
-		least, l, r := i, 2*i+1, 2*i+2
-		if l < len(h) && h[l].level < h[least].level {
-			least = l
-		}
-		if r < len(h) && h[r].level < h[least].level {
-			least = r
-		}
-		if least == i {
-			return
-		}
-		h[i], h[least] = h[least], h[i]
-		i = least
-	}
+// levelState is a key's level, and what waits for a higher one: a min-heap
+// of entries by the level each waits for (the one heap type the wheel's
+// current tick uses too).
+type levelState struct {
+	levels minheap.Heap[entry]
+	high   int64 // the highest level Advance reported; noLevel before
 }
 
 // filter keeps the entries of operations that have not ended, and restores
 // the heap order; it returns how many it removed.
-func (h *levelHeap) filter() int {
-	s := *h
+func (lv *levelState) filter() int {
+	s := lv.levels
 	live := s[:0]
 	for _, e := range s {
-		if !e.op.ended() {
+		if !e.Value.op.ended() {
 			live = append(live, e)
 		}
 	}
 	removed := len(s) - len(live)
 	clear(s[len(live):])
-	if c := cap(live); c > 64 && len(live) < c/4 {
-		live = append(make(levelHeap, 0, max(2*len(live), 16)), live...)
-	}
-	for i := len(live)/2 - 1; i >= 0; i-- {
-		live.down(i)
-	}
-	*h = live
+	live = shrunk(live)
+	live.Init()
+	lv.levels = live
 	return removed
 }
 

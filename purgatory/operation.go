@@ -52,11 +52,10 @@ type Operation interface {
 
 // An operation's life, in one place (the manner of runtime/time.go).
 //
-// Op.state is one word, read and written only in state.go: the Outcome in its
-// low four bits; the try, a turn (turn.go) of two bits, trying and again; the
-// solo bit; and the locker bit, set by bind if Op.Locker is set and kept by
-// every move but an outcome, so that a try reads nothing of Op but this word.
-// Its states, and who moves between them, by compare-and-swap only:
+// Op.state is one word, read and written only in state.go, by
+// compare-and-swap: the Outcome, the try (a turn, turn.go: trying and
+// again), solo and locker. Each bit's invariants are on its constant there.
+// Its states, and who moves between them:
 //
 //	Pending              no outcome, no try running. acquire may take the
 //	                     try bit; claim may set an outcome.
@@ -66,20 +65,38 @@ type Operation interface {
 //	Pending|trying|again a try was asked for during the running one: the
 //	                     holder's settle clears again and tries once more.
 //	outcome (|try bits)  ended. Exactly one claim wins (claim, or settle
-//	                     claiming Completed); nothing leaves an outcome. Try
-//	                     bits left set are the holder's to clear, in settle
-//	                     or abandon.
+//	                     claiming Completed); nothing leaves an outcome.
 //	withdrawn            internal outcome of a TryCompleteElseWatch undone
 //	                     because TryComplete panicked (abandon); Outcome
 //	                     reports Pending.
 //	Pending|solo         watched under one key, and TryCompleteElseWatch has
-//	                     let go: only that key's walk tries it (a key has one
-//	                     walk at a time: watchList.walk, a turn too), so the
-//	                     walk calls TryComplete without the try bit and
-//	                     claims Completed if it passes. solo is set by
-//	                     TryCompleteElseWatch's last settle and kept by every
-//	                     other move but an outcome. A walk that read the state
-//	                     before solo was set takes the try bit as usual.
+//	                     let go: only that key's walk tries it, without the
+//	                     try bit, and claims Completed if it passes.
+//
+// Why a solo operation may be tried without the try bit, step by step, for
+// an operation watched under key k alone (Kafka argues its
+// tryCompleteElseWatch the same way):
+//
+//  1. TryCompleteElseWatch holds the try bit from its first try to its last
+//     settle. A walk of k that meets the operation meanwhile cannot take
+//     the bit; it sets again, and the holder tries once more before it lets
+//     go, so the walk's event is not missed.
+//  2. The last settle clears the try bit and sets solo in one
+//     compare-and-swap, and TryCompleteElseWatch never tries the operation
+//     again.
+//  3. After 2 nothing tries the operation but a walk of k: it is in no
+//     other key's list, and ForceComplete, its timeout, its context and
+//     Close end it with claim, without a try.
+//  4. Walks of k never overlap: k's list has one walk at a time (its
+//     walking turn), and a CheckAndComplete or Advance of k that finds it
+//     taken asks that walk for one more pass and returns. So after 2 the
+//     tries are one walk's, one after another, and need no bit.
+//  5. A walk that read the state before 2 found walkOnly false and takes
+//     the try bit as usual (acquire; it fails and sets again until 2 has
+//     happened); it lets go keeping solo.
+//  6. An outcome claimed during a walk's try (a timeout, ForceComplete)
+//     wins over the try's own claim of Completed, which then fails: the
+//     operation ends once, and the walk does not count it.
 //
 // Where it waits, under each of its keys (watchlist.go, levels.go): a plain
 // watch, or a watch at a level the key has reached, is an entry of the key's
@@ -116,7 +133,8 @@ type Operation interface {
 // before handing the operation to TryCompleteElseWatch; the rest is private. An
 // Op is used for one operation only and must not be copied after first use.
 type Op struct {
-	impl Operation // the embedding operation; immutable once watched
+	// Set by the user before TryCompleteElseWatch, and only read after.
+
 	// Locker, if not nil, is held while TryComplete runs, so that several
 	// operations can share one lock with the user's own code (Kafka's
 	// lockOpt). Go's locks are not re-entrant: TryComplete of an operation
@@ -136,25 +154,31 @@ type Op struct {
 	// ContextDone (OnComplete runs; OnExpiration does not).
 	Context context.Context
 
-	book    sync.Mutex    // guards done through stopCtx; never held while user code runs
-	done    bool          // ended or withdrawn: nothing more may be attached
-	core    *core         // the purgatory's settings and counters, once bound
-	start   time.Duration // since settings.epoch, when bound; read only with an observer
-	first   place         // the first key's watch list: most operations watch one key
-	places  []place       // further keys' watch lists
-	timed   bool          // timer is armed (or being armed) for Timeout
-	stopCtx func() bool
+	// Immutable once bind has set them (under book, before the operation is
+	// watched anywhere or its timer armed).
+	impl  Operation     // the embedding operation
+	core  *core         // the purgatory's settings and counters
+	start time.Duration // since settings.epoch, when bound; read only with an observer
 	// timer is the timeout, owned by the operation (initialised by bind):
 	// no allocation of its own, and no closure, since the operation is its
-	// Handler (opTimeout).
+	// Handler (opTimeout). Its methods are safe for concurrent use.
 	timer timingwheel.Timer
 
-	// The one field of Op a try in CheckAndComplete reads (its watch list
-	// holds impl) comes last, in Op's last word, next to the embedding
-	// operation's own first fields, which TryComplete most likely reads: a
-	// try then usually touches one cache line of the operation, not two.
-	state turn        // an Outcome, the try bits, solo and locker (state.go)
+	// Under book, which is never held while user code runs.
+	book    sync.Mutex
+	done    bool        // ended or withdrawn: nothing more may be attached
+	timed   bool        // timer is armed (or being armed) for Timeout
+	first   place       // the first key's watch list: most operations watch one key
+	places  []place     // further keys' watch lists
+	stopCtx func() bool // detaches the operation from Context
+
+	// Atomic. The one field of Op a try in CheckAndComplete reads (its watch
+	// list holds impl), state, comes last, in Op's last word, next to the
+	// embedding operation's own first fields, which TryComplete most likely
+	// reads: a try then usually touches one cache line of the operation, not
+	// two (TestLayout).
 	added atomic.Bool // set by the first TryCompleteElseWatch
+	state turn        // an Outcome, the try bits, solo and locker (state.go)
 }
 
 //lint:ignore U1000 called through Operation, which only embedding Op satisfies
@@ -190,9 +214,9 @@ func (o *Op) complete(impl Operation, outcome Outcome) {
 		return
 	}
 	c.counters.record(outcome)
-	c.ended()
+	c.madeRoom()
 	if outcome != Cancelled { // no callback runs
-		if slot := c.enter(o); slot != nil {
+		if slot := c.dog.track(o); slot != nil {
 			defer slot.Store(nil)
 		}
 	}
@@ -248,7 +272,7 @@ func (o *Op) detach() *core {
 func (o *Op) withdraw() {
 	if c := o.detach(); c != nil {
 		c.counters.add(-1)
-		c.ended()
+		c.madeRoom()
 	}
 }
 

@@ -2,6 +2,7 @@ package purgatory
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -93,3 +94,38 @@ func WithMaxDelayed(n int) Option { return func(c *config) { c.maxDelayed = n } 
 // Without it they go to slog.Default(), read at each line. A nil l is an
 // error.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger, c.loggerSet = l, true } }
+
+// validate returns an error wrapping ErrInvalidOption for the first option
+// out of range.
+func (c *config) validate() error {
+	switch {
+	case c.shards < 1:
+		return fmt.Errorf("%w: %d shards; need at least 1", ErrInvalidOption, c.shards)
+	case c.maxDelayed < 0:
+		return fmt.Errorf("%w: WithMaxDelayed(%d); pass a positive bound, or leave the option out for none", ErrInvalidOption, c.maxDelayed)
+	case c.loggerSet && c.logger == nil:
+		return fmt.Errorf("%w: WithLogger(nil); pass a *slog.Logger, or leave the option out for slog.Default()", ErrInvalidOption)
+	case c.wheelSet && c.wheel == nil:
+		return fmt.Errorf("%w: WithTimingWheel(nil); pass a wheel made with timingwheel.New, or leave the option out", ErrInvalidOption)
+	}
+	return nil
+}
+
+// timingWheel returns the wheel given with WithTimingWheel, or a new one of
+// the purgatory's own (owns), logging to WithLogger's logger. A stopped wheel
+// would never expire anything: it is an error. (A wheel made WithManualClock
+// is the caller's to drive.)
+func (c *config) timingWheel() (tw *timingwheel.TimingWheel, owns bool, err error) {
+	if c.wheel != nil {
+		if err := c.wheel.Err(); err != nil {
+			return nil, false, fmt.Errorf("purgatory: the wheel given with WithTimingWheel has been stopped; its timeouts would never run: %w", err)
+		}
+		return c.wheel, false, nil
+	}
+	var opts []timingwheel.Option
+	if c.logger != nil {
+		opts = append(opts, timingwheel.WithLogger(c.logger))
+	}
+	tw, err = timingwheel.New(opts...)
+	return tw, err == nil, err
+}

@@ -2,6 +2,7 @@ package purgatory_test
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -86,6 +87,43 @@ func TestTryCompletePanicInCheckAndComplete(t *testing.T) {
 		synctest.Wait()
 		require.Equal(t, purgatory.Expired, late.Outcome())
 		require.Equal(t, purgatory.Stats{Added: 3, Completed: 2, Expired: 1}, p.Stats())
+	})
+}
+
+// A TryComplete that calls runtime.Goexit (t.FailNow inside one, say) ends
+// the goroutine of the CheckAndComplete that tried it, and nothing more: the
+// walk's deferred finish lets go of the try bit and tries the rest of the key
+// while the goroutine unwinds, so the operation after it completes, and the
+// one that called Goexit is tried again by the next walk of the key. Both are
+// watched under two keys, so that the walk holds each one's try bit.
+func TestGoexitInTryCompleteDuringCheck(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPurgatory(t)
+		bad, good := testkit.NewOp(time.Second), testkit.NewOp(time.Second)
+		bad.OnTry = func() {
+			if bad.Tries.Load() == 3 { // after TryCompleteElseWatch's two
+				runtime.Goexit()
+			}
+		}
+		require.False(t, p.TryCompleteElseWatch(bad, "k", "other"))
+		require.False(t, p.TryCompleteElseWatch(good, "k", "other"))
+		good.Ready.Store(true)
+
+		returned := make(chan bool)
+		go func() {
+			defer func() { returned <- false }()
+			p.CheckAndComplete("k")
+			returned <- true
+		}()
+		require.False(t, <-returned, "Goexit ended the goroutine")
+		require.Equal(t, purgatory.Completed, good.Outcome(), "the operation after it was tried as the goroutine unwound")
+		require.Equal(t, purgatory.Pending, bad.Outcome())
+		require.Equal(t, purgatory.Stats{Watched: 2, Delayed: 1, Added: 2, Completed: 1}, p.Stats())
+
+		bad.Ready.Store(true)
+		require.Equal(t, 1, p.CheckAndComplete("k"), "neither the key's walk nor the try bit was left held")
+		require.Equal(t, purgatory.Completed, bad.Outcome())
+		require.Zero(t, bad.Overlaps.Load())
 	})
 }
 

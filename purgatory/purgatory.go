@@ -48,37 +48,18 @@ func New[K comparable](name string, opts ...Option) (*Purgatory[K], error) {
 		}
 		o(&c)
 	}
-	switch {
-	case c.shards < 1:
-		return nil, fmt.Errorf("%w: %d shards; need at least 1", ErrInvalidOption, c.shards)
-	case c.maxDelayed < 0:
-		return nil, fmt.Errorf("%w: WithMaxDelayed(%d); pass a positive bound, or leave the option out for none", ErrInvalidOption, c.maxDelayed)
-	case c.loggerSet && c.logger == nil:
-		return nil, fmt.Errorf("%w: WithLogger(nil); pass a *slog.Logger, or leave the option out for slog.Default()", ErrInvalidOption)
-	case c.wheelSet && c.wheel == nil:
-		return nil, fmt.Errorf("%w: WithTimingWheel(nil); pass a wheel made with timingwheel.New, or leave the option out", ErrInvalidOption)
+	if err := c.validate(); err != nil {
+		return nil, err
 	}
-	p := &Purgatory[K]{name: name, tw: c.wheel, swept: make(chan struct{})}
+	tw, owns, err := c.timingWheel()
+	if err != nil {
+		return nil, err
+	}
+	p := &Purgatory[K]{name: name, tw: tw, ownsWheel: owns, swept: make(chan struct{})}
 	p.core.counters = newCounters()
 	p.core.settings = settings{observer: c.observer, epoch: time.Now(), onPanic: c.onPanic, maxDelayed: c.maxDelayed, logger: c.logger, name: name}
-	p.core.dog = newWatchdog()
+	p.core.dog = newWatchdog(&p.core)
 	p.watchers = newShards[K](c.shards, &p.core.counters, mayPanicToHash(reflect.TypeFor[K]()))
-	if p.tw == nil {
-		var opts []timingwheel.Option
-		if c.logger != nil {
-			opts = append(opts, timingwheel.WithLogger(c.logger))
-		}
-		tw, err := timingwheel.New(opts...)
-		if err != nil {
-			return nil, err
-		}
-		p.tw, p.ownsWheel = tw, true
-	}
-	// A stopped wheel would never expire anything. (A wheel made
-	// WithManualClock is the caller's to drive.)
-	if err := p.tw.Err(); err != nil {
-		return nil, fmt.Errorf("purgatory: the wheel given with WithTimingWheel has been stopped; its timeouts would never run: %w", err)
-	}
 	p.detachWheel = p.tw.AfterStop(p.Close)
 	return p, nil
 }
@@ -150,14 +131,14 @@ func (p *Purgatory[K]) add(op Operation, o *Op, watch func() (distinct int)) boo
 	if !p.bind(op, o) {
 		return false
 	}
-	try, ok := o.hold(op) // no other try of o runs until try.settle
+	try, ok := o.hold(op) // no other try of o runs until try.conclude
 	if !ok {
 		return false // ForceComplete won meanwhile
 	}
 	defer try.undo() // if TryComplete panics
 	ok = try.check()
 	if !ok && p.overBound() {
-		if won := try.settle(false, false); won {
+		if won := try.conclude(false, false); won {
 			return true
 		}
 		o.end(Shed) // rather than park it: tried, unwatched, no timeout
@@ -170,7 +151,7 @@ func (p *Purgatory[K]) add(op Operation, o *Op, watch func() (distinct int)) boo
 			o.arm()
 		}
 	}
-	if try.settle(ok, solo) {
+	if try.conclude(ok, solo) {
 		return true
 	}
 	// Close sets closed and then sweeps the watch lists; this call linked op
@@ -209,14 +190,14 @@ func (p *Purgatory[K]) overBound() bool {
 
 // Watched returns the number of (operation, key) watches: Kafka's
 // PurgatorySize. An operation stops counting as it ends, so it counts live
-// operations only. It reads eleven atomic counters per P, without locks.
+// operations only. It sums per-P atomic counters, without locks.
 func (p *Purgatory[K]) Watched() int {
 	c := &p.core.counters
 	return int(c.watched(c.delayed()))
 }
 
 // Delayed returns the number of operations added and not yet ended: Kafka's
-// NumDelayedOperations. It reads ten atomic counters per P, without locks.
+// NumDelayedOperations. It sums per-P atomic counters, without locks.
 func (p *Purgatory[K]) Delayed() int { return int(p.core.counters.delayed()) }
 
 // Stats returns a snapshot of the purgatory's counters, read without locks.

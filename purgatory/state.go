@@ -5,11 +5,27 @@ package purgatory
 // at Op (operation.go); the try bits are a turn (turn.go).
 
 const (
-	outcomeBits int32 = 0x0f      // an Outcome; 0 is Pending
-	tryingBit         = turnHeld  // one goroutine runs TryComplete
-	againBit          = turnAgain // a try was asked for during that one
-	soloBit     int32 = 0x40      // only its key's walk tries it
-	lockerBit   int32 = 0x80      // Op.Locker is set (bind): check takes it
+	// outcomeBits hold the Outcome; 0 is Pending. Set once, by the one
+	// claim that wins (claim, or settle claiming Completed); after that no
+	// move changes them, and every path reads the operation as ended.
+	outcomeBits int32 = 0x0f
+	// tryingBit is set while one goroutine runs TryComplete: taken by
+	// acquire or hold (a turn's take), cleared only by its holder (settle,
+	// abandon), even after another path has set an outcome. The turn's
+	// other bit, turnAgain, is set only while tryingBit is: a try was asked
+	// for during the running one, and the holder clears it and tries once
+	// more before it lets go, so it is never left set.
+	tryingBit = turnHeld
+	// soloBit is set only by TryCompleteElseWatch's last settle, in the
+	// compare-and-swap that clears tryingBit, for an operation watched
+	// under one key; every later move keeps it but an outcome's (kept).
+	// While it is set and tryingBit is not, only the key's walk tries the
+	// operation, without the try bit (the steps at Op).
+	soloBit int32 = 0x40
+	// lockerBit is set by bind, before any try, if Op.Locker is set, so
+	// that a try reads nothing of Op but this word; every later move keeps
+	// it but an outcome's (kept).
+	lockerBit int32 = 0x80
 
 	// kept are the bits a try leaves as they are when it lets go.
 	kept = soloBit | lockerBit
@@ -127,7 +143,7 @@ func (o *Op) settle(ok bool, set int32) (won, retry bool) {
 				return true, false
 			}
 		default:
-			if swapped, again := o.state.pass(s, kept, set); swapped {
+			if swapped, again := o.state.letGo(s, kept, set); swapped {
 				return false, again
 			}
 		}
@@ -171,10 +187,10 @@ func (o *Op) hold(impl Operation) (t firstTries, ok bool) {
 
 func (t *firstTries) check() bool { return t.o.check(t.impl) }
 
-// settle lets go of the try bit, trying once more for each try asked for
+// conclude lets go of the try bit, trying once more for each try asked for
 // meanwhile, and completes the operation if a try passed (ok is the last
 // one's result); it reports whether it did.
-func (t *firstTries) settle(ok, solo bool) bool {
+func (t *firstTries) conclude(ok, solo bool) bool {
 	won := t.o.tryHeld(t.impl, ok, solo)
 	t.held = false
 	if won {

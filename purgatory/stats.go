@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/purgatory-go/purgatory/internal/cacheline"
 	"github.com/purgatory-go/purgatory/internal/inflight"
 	"github.com/purgatory-go/purgatory/internal/procid"
 )
@@ -85,15 +86,11 @@ type counters struct {
 // stripe's own added less its own ended may be negative, since an operation
 // added on one P may end on another.
 type stripe struct {
-	added atomic.Int64                // bound, less those withdrawn
-	ended [len(outcomes)]atomic.Int64 // by Outcome; Pending's stays 0
-	extra atomic.Int64                // watches past each operation's first key, less their drops
-	_     [stripeSize - (len(outcomes)+2)*8]byte
+	added atomic.Int64                               // bound, less those withdrawn
+	ended [len(outcomes)]atomic.Int64                // by Outcome; Pending's stays 0
+	extra atomic.Int64                               // watches past each operation's first key, less their drops
+	_     [cacheline.Size - (len(outcomes)+2)*8]byte // internal/cacheline's rule
 }
-
-// stripeSize keeps two stripes off one cache line, and off the neighbouring
-// line the processor fetches with it.
-const stripeSize = 128
 
 func newCounters() counters {
 	return counters{stripes: make([]stripe, max(runtime.GOMAXPROCS(0), 1))}

@@ -43,12 +43,12 @@ func (t *turn) take(stop int32) bool {
 	}
 }
 
-// pass is one attempt of the holder, which read s, to end its turn: if
+// letGo is one attempt of the holder, which read s, to end its turn: if
 // another round was asked for, it clears the request and keeps the turn
 // (again); otherwise it lets go, leaving the word s&keep|set. It reports
 // whether its compare-and-swap took effect; if not, the caller reads the word
 // and decides once more.
-func (t *turn) pass(s, keep, set int32) (swapped, again bool) {
+func (t *turn) letGo(s, keep, set int32) (swapped, again bool) {
 	if s&turnAgain != 0 {
 		return t.CompareAndSwap(s, s&^turnAgain), true
 	}
@@ -60,7 +60,7 @@ func (t *turn) pass(s, keep, set int32) (swapped, again bool) {
 // the turn and must go round again.
 func (t *turn) release() (again bool) {
 	for {
-		if swapped, again := t.pass(t.Load(), 0, 0); swapped {
+		if swapped, again := t.letGo(t.Load(), 0, 0); swapped {
 			return again
 		}
 	}

@@ -52,16 +52,16 @@ func TestTurnKeepsTheWord(t *testing.T) {
 	require.EqualValues(t, 0x4|turnHeld|turnAgain, tn.Load())
 	require.False(t, tn.take(0x1), "asked already")
 
-	swapped, again := tn.pass(tn.Load(), 0x4, 0x40)
+	swapped, again := tn.letGo(tn.Load(), 0x4, 0x40)
 	require.True(t, swapped)
 	require.True(t, again, "one more round was asked for")
 	require.True(t, tn.taken(), "so the holder keeps the turn")
-	swapped, again = tn.pass(tn.Load(), 0x4, 0x40)
+	swapped, again = tn.letGo(tn.Load(), 0x4, 0x40)
 	require.True(t, swapped)
 	require.False(t, again)
 	require.EqualValues(t, 0x4|0x40, tn.Load(), "let go: keep's bits, and set's")
 
-	swapped, _ = tn.pass(0x4, 0x4, 0) // a stale read
+	swapped, _ = tn.letGo(0x4, 0x4, 0) // a stale read
 	require.False(t, swapped, "a stale word is not swapped")
 
 	tn.Store(0)

@@ -61,8 +61,8 @@ func (p *Purgatory[K]) walkKey(key K, level int64, all bool) int {
 	if l == nil {
 		return 0
 	}
-	w := walk{ops: ops, list: l}
-	touch(w.ops)
+	w := tryWalk{walk: walk{ops: ops}, list: l}
+	prefetch(w.ops)
 	defer w.finish()
 	w.run()
 	return w.won
@@ -77,7 +77,7 @@ func (p *Purgatory[K]) walkKey(key K, level int64, all bool) int {
 func (p *Purgatory[K]) CancelForKey(key K) []Operation {
 	p.mustBeNew()
 	p.watchers.checkKey(key)
-	w := walk{ops: p.watchers.take(key), outcome: Cancelled}
+	w := endWalk{walk: walk{ops: p.watchers.remove(key)}, outcome: Cancelled}
 	defer w.finish()
 	w.run()
 	cancelled := make([]Operation, w.won)
@@ -105,33 +105,48 @@ func (p *Purgatory[K]) CancelForKey(key K) []Operation {
 func (p *Purgatory[K]) ForceCompleteForKey(key K) int {
 	p.mustBeNew()
 	p.watchers.checkKey(key)
-	w := walk{ops: p.watchers.take(key), outcome: Forced}
+	w := endWalk{walk: walk{ops: p.watchers.remove(key)}, outcome: Forced}
 	defer w.finish()
 	w.run()
 	return w.won
 }
 
-// touch brings each operation's cache lines in before the tries. Each try's
+// prefetch brings each operation's cache lines in before the tries. Each try's
 // first read of an operation is a cache miss, and a try is long enough that
 // the CPU never has two of those in flight; a loop this short overlaps them
 // all, and the tries then hit the cache. (BenchmarkCheckWalk: about a third
 // of the time per try.)
-func touch(ops []entry) {
+func prefetch(ops []entry) {
 	for _, e := range ops {
 		e.op.touch()
 	}
 }
 
-// walk ends the operations of one key, one after another: by trying them
-// (outcome Pending) or with outcome. It counts the operations it ended in won
-// and, when it ends them with an outcome, moves them to the front of ops.
-// A walk that tries holds its key's list (list) until it leaves it, and goes
-// over the list again as often as other walks of the key ask it to.
+// walk is where a walk of one key's operations stands: ops, read in order
+// from next, with no library lock held, and won, how many it ended. A walk
+// that tries (tryWalk: CheckAndComplete, Advance) holds its key's list and
+// its turn and goes over it again as often as other walks of the key ask it
+// to; a walk that ends (endWalk: CancelForKey, ForceCompleteForKey) reads a
+// copy of a list it removed from the map, once, and needs neither.
+//
+// Each walk's run is deferred once more, as finish, by the method that runs
+// it: a callback that panics, or calls runtime.Goexit, unwinds through
+// finish, which lets go of what the walk held and walks the rest before the
+// panic (the last one, if a later operation panics too) or the Goexit goes
+// on. So one operation's panic does not hold back the others, a TryComplete
+// that ends its goroutine (t.FailNow in a test's TryComplete, say) leaves
+// neither its try bit nor its key's walk held, and the tries themselves stay
+// free of defers. TestTryCompletePanicInCheckAndComplete and
+// TestGoexitInTryCompleteDuringCheck (panic_test.go) show both.
 type walk struct {
-	ops     []entry
-	next    int
-	won     int
-	outcome Outcome
+	ops  []entry
+	next int
+	won  int
+}
+
+// tryWalk is a walk that tries its key's operations.
+type tryWalk struct {
+	walk
 	holding *Op      // the operation whose try bit this walk holds, if any
 	list    walkList // the key's list this walk holds, until it leaves it
 }
@@ -144,9 +159,11 @@ type walkList interface {
 	leave() (ops []entry, again bool)
 }
 
-func (w *walk) run() {
+// run tries the operations, and goes over the list again for as long as
+// other walks ask it to before it leaves.
+func (w *tryWalk) run() {
 	for {
-		w.pass()
+		w.tryEach()
 		if w.list == nil {
 			return
 		}
@@ -156,60 +173,73 @@ func (w *walk) run() {
 			w.list = nil
 			return
 		}
-		touch(w.ops)
+		prefetch(w.ops)
 	}
 }
 
-// pass goes over ops once.
-func (w *walk) pass() {
+// tryEach tries each operation from next, and completes those that pass.
+func (w *tryWalk) tryEach() {
 	for w.next < len(w.ops) {
 		e := w.ops[w.next]
-		o := e.op
 		w.next++
-		if w.outcome == Pending {
-			impl := e.impl
-			if o.walkOnly() { // no try bit to take (operation.go)
-				if o.check(impl) && o.claim(Completed) {
-					w.complete(o, impl)
-				}
-				continue
-			}
-			if !o.acquire() {
-				continue // its holder tries it once more
-			}
-			w.holding = o
-			won := o.tryHeld(impl, o.check(impl), false)
-			w.holding = nil
-			if won {
-				w.complete(o, impl)
+		o, impl := e.op, e.impl
+		if o.walkOnly() { // no try bit to take (operation.go)
+			if o.check(impl) && o.claim(Completed) {
+				w.won++
+				o.complete(impl, Completed)
 			}
 			continue
 		}
-		if o.end(w.outcome) {
-			w.ops[w.won] = e // CancelForKey returns them
+		if !o.acquire() {
+			continue // its holder tries it once more
+		}
+		w.holding = o
+		won := o.tryHeld(impl, o.check(impl), false)
+		w.holding = nil
+		if won {
 			w.won++
+			o.complete(impl, Completed)
 		}
 	}
 }
 
-// complete ends o, which this walk's try completed.
-func (w *walk) complete(o *Op, impl Operation) {
-	w.won++
-	o.complete(impl, Completed)
-}
-
-// finish is deferred by run's caller. After a walk that ran to its end it does
-// nothing. If a callback panicked, it lets go of the try bit if TryComplete was
-// the one, then walks the rest before the panic goes on, so that one
-// operation's panic does not hold back the others (and a further panic does the
-// same from there). Doing this once per walk, rather than deferring per try,
-// keeps the try itself free of defers.
-func (w *walk) finish() {
+// finish is deferred by run's caller (see walk): after a walk that ran to
+// its end it does nothing; after a callback panicked or called Goexit, it
+// lets go of the try bit if TryComplete was the one, and walks the rest.
+func (w *tryWalk) finish() {
 	if o := w.holding; o != nil {
 		w.holding = nil
 		o.abandon(false)
 	}
 	if w.next < len(w.ops) || w.list != nil {
+		defer w.finish()
+		w.run()
+	}
+}
+
+// endWalk is a walk that ends every operation with outcome.
+type endWalk struct {
+	walk
+	outcome Outcome
+}
+
+// run ends each operation from next that no other path has ended, and moves
+// those it ended to the front of ops (CancelForKey returns them).
+func (w *endWalk) run() {
+	for w.next < len(w.ops) {
+		e := w.ops[w.next]
+		w.next++
+		if e.op.end(w.outcome) {
+			w.ops[w.won] = e
+			w.won++
+		}
+	}
+}
+
+// finish is deferred by run's caller (see walk): it ends the rest after a
+// callback panicked.
+func (w *endWalk) finish() {
+	if w.next < len(w.ops) {
 		defer w.finish()
 		w.run()
 	}
@@ -238,7 +268,7 @@ func (s *shards[K]) enter(key K, level int64, all bool) (*watchList[K], []entry)
 	if len(ops) == 0 {
 		return nil, nil
 	}
-	if !l.walk.take(0) {
+	if !l.walking.take(0) {
 		return nil, nil // the walk under way goes round once more
 	}
 	return l, ops
@@ -253,7 +283,7 @@ func (s *shards[K]) enter(key K, level int64, all bool) (*watchList[K], []entry)
 // returns what the round reads: a CheckAndComplete's round tries the heap
 // too, so it reads all.
 func (l *watchList[K]) leave() ([]entry, bool) {
-	if !l.walk.release() {
+	if !l.walking.release() {
 		if count := l.count.Load(); anyDead(count) {
 			l.compact(l.crowded(count))
 		}

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+
+	"github.com/purgatory-go/purgatory/internal/cacheline"
 )
 
 // shard is a part of the key space with its own lock, so that callers working
@@ -23,8 +25,8 @@ type shard[K comparable] struct {
 	// user code runs.
 	mu    sync.Mutex
 	lists map[K]*watchList[K]
-	empty int      // lists in the map with no operations
-	_     [40]byte // pad to 64 bytes: neighbouring shards' locks never share a cache line
+	empty int                       // lists in the map with no operations
+	_     [cacheline.Size - 24]byte // internal/cacheline's rule: neighbouring shards' locks are a block apart
 }
 
 const minEmpty = 64
@@ -116,7 +118,7 @@ func (s *shards[K]) watchAt(o *Op, key K, level int64) bool {
 	case l == nil:
 		l = newWatchList(key, sh)
 		sh.lists[key] = l
-	case l.idle():
+	case l.vacant():
 		sh.empty--
 	}
 	if o.first == nil {
@@ -133,7 +135,7 @@ func (s *shards[K]) watchAt(o *Op, key K, level int64) bool {
 // take removes key's watch list from the map and returns a copy of its
 // entries (a walk may still be reading them). The operations stay counted as
 // watched until they end and drop, as the caller is about to make them.
-func (s *shards[K]) take(key K) []entry {
+func (s *shards[K]) remove(key K) []entry {
 	sh := s.of(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -141,7 +143,7 @@ func (s *shards[K]) take(key K) []entry {
 	if l == nil {
 		return nil
 	}
-	if l.idle() {
+	if l.vacant() {
 		sh.empty-- // an empty list kept for reuse
 	}
 	ops := slices.Clone(l.walkable())
@@ -162,7 +164,7 @@ func (s *shards[K]) each(fn func(ops []entry)) {
 		for _, l := range sh.lists {
 			buf = append(buf, l.entries...)
 			for _, e := range l.waiting() {
-				buf = append(buf, e.entry)
+				buf = append(buf, e.Value)
 			}
 		}
 		sh.mu.Unlock()
@@ -173,7 +175,7 @@ func (s *shards[K]) each(fn func(ops []entry)) {
 // sweep drops every empty list from the map.
 func (sh *shard[K]) sweep() {
 	for k, l := range sh.lists {
-		if l.idle() {
+		if l.vacant() {
 			delete(sh.lists, k)
 		}
 	}

@@ -9,9 +9,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/purgatory-go/purgatory/internal/cacheline"
 	"github.com/purgatory-go/purgatory/internal/procid"
 	"github.com/purgatory-go/purgatory/internal/recovery"
-	"github.com/purgatory-go/purgatory/timingwheel"
+	"github.com/purgatory-go/purgatory/internal/stuck"
 )
 
 // StuckAfter is how long an operation's OnComplete (with OnExpiration after
@@ -28,39 +29,39 @@ import (
 // fires once every worker is held); a context's AfterFunc goroutine for
 // ContextDone.
 //
-// The purgatory looks through a runtime timer that samples the callbacks
-// running once a second, armed only while some run: a callback costs an
-// atomic compare-and-swap and a store on its P's own cache line, and no clock
-// read.
-const StuckAfter = timingwheel.StuckAfter
+// The purgatory samples the callbacks running once a second while some run,
+// and not at all otherwise (internal/stuck, as the wheel does): a callback
+// costs an atomic compare-and-swap and a store on its P's own
+// cache line, and no clock read.
+const StuckAfter = stuck.After
+
+// running is one P's slots for the callbacks that run now: one block of
+// cacheline.Size bytes, written by that P's goroutines only.
+type running [cacheline.Size / 8]atomic.Pointer[Op]
 
 // slotsPerP is how many callbacks running at once on one P the watchdog can
 // name; more run untracked (a line then says "at least").
-const slotsPerP = 16
-
-// running is one P's callbacks that run now, one cache line of it.
-type running [slotsPerP]atomic.Pointer[Op]
+const slotsPerP = len(running{})
 
 // watchdog tracks the callbacks that run, and samples them while any do.
 type watchdog struct {
-	slots    []running // one per P at New; immutable slice
-	watching atomic.Bool
-	timer    *time.Timer // samples; armed while watching
+	slots   []running // one per P at New; immutable slice
+	sampler *stuck.Sampler
 
-	mu     sync.Mutex // guards the sampler's state below
-	seen   map[*Op]time.Time
-	logged time.Time
+	mu   sync.Mutex // guards seen
+	seen map[*Op]time.Time
 }
 
-func newWatchdog() *watchdog {
-	return &watchdog{slots: make([]running, max(runtime.GOMAXPROCS(0), 1)), seen: map[*Op]time.Time{}}
+func newWatchdog(c *core) *watchdog {
+	d := &watchdog{slots: make([]running, max(runtime.GOMAXPROCS(0), 1)), seen: map[*Op]time.Time{}}
+	d.sampler = stuck.New(c.look, d.quiet)
+	return d
 }
 
-// enter lists o as running a callback, on its P's line, and makes sure the
+// track lists o as running a callback, on its P's slots, and makes sure the
 // watchdog samples. It returns the slot to clear, nil if every slot of the P
 // is taken.
-func (c *core) enter(o *Op) *atomic.Pointer[Op] {
-	d := c.dog
+func (d *watchdog) track(o *Op) *atomic.Pointer[Op] {
 	p := procid.Hint() % len(d.slots)
 	var slot *atomic.Pointer[Op]
 	for i := range d.slots[p] {
@@ -69,74 +70,58 @@ func (c *core) enter(o *Op) *atomic.Pointer[Op] {
 			break
 		}
 	}
-	if !d.watching.Load() && d.watching.CompareAndSwap(false, true) {
-		d.arm(c)
-	}
+	d.sampler.Wake()
 	return slot
 }
 
-func (d *watchdog) arm(c *core) {
+// ran is a callback that runs, with when a sample first saw it.
+type ran struct {
+	o     *Op
+	since time.Time
+}
+
+// look is the purgatory's sample (stuck.Sampler): it logs the callbacks that
+// an earlier sample saw and that still run StuckAfter later, and reports
+// whether any runs.
+func (c *core) look(now time.Time) (running bool) {
+	live := c.dog.sample(now)
+	var late []ran
+	for _, r := range live {
+		if now.Sub(r.since) >= StuckAfter {
+			late = append(late, r)
+		}
+	}
+	if len(late) > 0 && c.dog.sampler.MayLog(now) {
+		c.logStuck(late, now)
+	}
+	return len(live) > 0
+}
+
+// sample returns the callbacks that run, each with when a sample first saw
+// it (now, for those it sees first), and remembers them.
+func (d *watchdog) sample(now time.Time) []ran {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.timer == nil {
-		d.timer = time.AfterFunc(time.Second, func() { c.sample() })
-		return
-	}
-	d.timer.Reset(time.Second)
-}
-
-// sample looks at the callbacks running: one seen running at an earlier
-// sample and still running StuckAfter later is stuck. It re-arms the timer
-// while any callback runs.
-func (c *core) sample() {
-	d := c.dog
-	now := time.Now()
-	var stuck []*Op
-	d.mu.Lock()
-	live := map[*Op]time.Time{}
+	var live []ran
+	seen := map[*Op]time.Time{}
 	for p := range d.slots {
 		for i := range d.slots[p] {
-			o := d.slots[p][i].Load()
-			if o == nil {
-				continue
-			}
-			since, ok := d.seen[o]
-			if !ok {
-				since = now
-			}
-			live[o] = since
-			if now.Sub(since) >= StuckAfter {
-				stuck = append(stuck, o)
+			if o := d.slots[p][i].Load(); o != nil {
+				since, ok := d.seen[o]
+				if !ok {
+					since = now
+				}
+				seen[o] = since
+				live = append(live, ran{o, since})
 			}
 		}
 	}
-	d.seen = live
-	logNow := len(stuck) > 0 && (d.logged.IsZero() || now.Sub(d.logged) >= time.Minute)
-	if logNow {
-		d.logged = now
-	}
-	ages := make([]time.Duration, len(stuck))
-	for i, o := range stuck {
-		ages[i] = now.Sub(live[o])
-	}
-	if len(live) > 0 {
-		d.timer.Reset(time.Second)
-	}
-	d.mu.Unlock()
-	if len(live) == 0 {
-		d.watching.Store(false)
-		if !d.idle() && d.watching.CompareAndSwap(false, true) {
-			d.arm(c)
-		}
-		return
-	}
-	if logNow {
-		c.logStuck(stuck, ages)
-	}
+	d.seen = seen
+	return live
 }
 
-// idle reports whether no slot holds a callback.
-func (d *watchdog) idle() bool {
+// quiet reports whether no slot holds a callback: the sampler's idle.
+func (d *watchdog) quiet() bool {
 	for p := range d.slots {
 		for i := range d.slots[p] {
 			if d.slots[p][i].Load() != nil {
@@ -157,26 +142,21 @@ var heldUp = map[Outcome]string{
 	Shed:        "the TryCompleteElseWatch that shed it",
 }
 
-func (c *core) logStuck(stuck []*Op, ages []time.Duration) {
-	order := make([]int, len(stuck))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int { return int(ages[b] - ages[a]) })
+func (c *core) logStuck(late []ran, now time.Time) {
+	slices.SortFunc(late, func(a, b ran) int { return a.since.Compare(b.since) })
 	var b strings.Builder
-	for n, i := range order {
+	for n, r := range late {
 		if n == 3 {
-			fmt.Fprintf(&b, "; and %d more", len(order)-n)
+			fmt.Fprintf(&b, "; and %d more", len(late)-n)
 			break
 		}
 		if n > 0 {
 			b.WriteString("; ")
 		}
-		o := stuck[i]
-		out := o.Outcome()
-		fmt.Fprintf(&b, "%T (%v) for %v, holding up %s", o.impl, out, ages[i].Truncate(time.Second), heldUp[out])
+		out := r.o.Outcome()
+		fmt.Fprintf(&b, "%T (%v) for %v, holding up %s", r.o.impl, out, now.Sub(r.since).Truncate(time.Second), heldUp[out])
 	}
-	count := fmt.Sprint(len(stuck))
+	count := fmt.Sprint(len(late))
 	if c.dog.full() {
 		count = "at least " + count
 	}

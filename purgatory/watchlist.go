@@ -1,6 +1,10 @@
 package purgatory
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/purgatory-go/purgatory/internal/minheap"
+)
 
 // A key's watch list is a slice of its operations, walked in place: no copy,
 // and the CPU can fetch the operations it points to in parallel, where a
@@ -72,18 +76,12 @@ type place interface {
 // W5 at 10,000 keys holds 10,000 of them.
 type watchList[K comparable] struct {
 	count   atomic.Int64 // len(entries)+len(levels) and the dead among them; see split
-	walk    turn         // one walk at a time (turn.go); see above
+	walking turn         // one walk at a time (turn.go); see above
 	leveled atomic.Bool  // lv holds a waiting operation: drops compact sooner (drop)
 	entries []entry
 	lv      *levelState // nil until the key's first level watch or Advance
 	key     K
 	shard   *shard[K]
-}
-
-// levelState is a key's level, and what waits for a higher one.
-type levelState struct {
-	levels levelHeap
-	high   int64 // the highest level Advance reported; noLevel before
 }
 
 func newWatchList[K comparable](key K, sh *shard[K]) *watchList[K] {
@@ -92,7 +90,7 @@ func newWatchList[K comparable](key K, sh *shard[K]) *watchList[K] {
 
 // waiting returns the heap of operations waiting for a level, nil if none.
 // The caller holds the shard's mutex.
-func (l *watchList[K]) waiting() levelHeap {
+func (l *watchList[K]) waiting() minheap.Heap[entry] {
 	if l.lv == nil {
 		return nil
 	}
@@ -108,11 +106,11 @@ func (l *watchList[K]) levelsMade() *levelState {
 	return l.lv
 }
 
-// idle reports whether the list holds no operation. It reads leveled, on
+// vacant reports whether the list holds no operation. It reads leveled, on
 // the list's first cache line, rather than follow lv to the heap: leveled is
 // set exactly while the heap holds an entry. The caller holds the shard's
 // mutex.
-func (l *watchList[K]) idle() bool { return len(l.entries) == 0 && !l.leveled.Load() }
+func (l *watchList[K]) vacant() bool { return len(l.entries) == 0 && !l.leveled.Load() }
 
 // entry is an operation in a watch list, with the Operation that embeds it.
 // The walk reads impl here, in order through the array, so the only part of
@@ -156,7 +154,7 @@ func (l *watchList[K]) linkAt(o *Op, level int64) {
 		l.link(o)
 		return
 	}
-	l.levelsMade().levels.push(levelEntry{entry{o.impl, o}, level})
+	l.levelsMade().levels.Push(level, entry{o.impl, o})
 	l.leveled.Store(true)
 	l.count.Add(oneEntry)
 }
@@ -173,8 +171,8 @@ func (l *watchList[K]) reach(level int64) {
 		return
 	}
 	lv.high = level
-	for len(lv.levels) > 0 && lv.levels[0].level <= level {
-		l.entries = append(l.entries, lv.levels.pop().entry)
+	for len(lv.levels) > 0 && lv.levels[0].Key <= level {
+		l.entries = append(l.entries, lv.levels.Pop().Value)
 	}
 	if len(lv.levels) == 0 {
 		l.leveled.Store(false)
@@ -192,9 +190,19 @@ func (l *watchList[K]) walkable() []entry {
 	ops := make([]entry, 0, len(l.entries)+len(waiting))
 	ops = append(ops, l.entries...)
 	for _, e := range waiting {
-		ops = append(ops, e.entry)
+		ops = append(ops, e.Value)
 	}
 	return ops
+}
+
+// shrunk returns s, or s moved to an array twice its length if its own is
+// mostly unused, so that a list or heap that was once long lets go of the
+// memory once its operations have ended.
+func shrunk[S ~[]E, E any](s S) S {
+	if c := cap(s); c > 64 && len(s) < c/4 {
+		return append(make(S, 0, max(2*len(s), 16)), s...)
+	}
+	return s
 }
 
 // drop implements place. A list with a heap compacts once an eighth of its
@@ -202,7 +210,7 @@ func (l *watchList[K]) walkable() []entry {
 // so nothing else would let go of the ended ones (their expiries, mostly)
 // until their level came.
 func (l *watchList[K]) drop() {
-	if l.crowded(l.count.Add(1)) && !l.walk.taken() {
+	if l.crowded(l.count.Add(1)) && !l.walking.taken() {
 		l.compact(true)
 	}
 }
@@ -220,7 +228,7 @@ func (l *watchList[K]) crowded(count int64) bool {
 func (l *watchList[K]) compact(all bool) {
 	l.shard.mu.Lock()
 	defer l.shard.mu.Unlock()
-	if !l.walk.taken() {
+	if !l.walking.taken() {
 		l.compactLocked(all)
 	}
 }
@@ -230,7 +238,7 @@ func (l *watchList[K]) compact(all bool) {
 // with all, it filters the heap too. The caller holds the shard's mutex and
 // either holds the walk or has seen that nobody does.
 func (l *watchList[K]) compactLocked(all bool) {
-	if l.idle() {
+	if l.vacant() {
 		return
 	}
 	live := l.entries[:0]
@@ -241,17 +249,14 @@ func (l *watchList[K]) compactLocked(all bool) {
 	}
 	removed := len(l.entries) - len(live)
 	clear(l.entries[len(live):])
-	if c := cap(live); c > 64 && len(live) < c/4 {
-		live = append(make([]entry, 0, max(2*len(live), 16)), live...)
-	}
-	l.entries = live
+	l.entries = shrunk(live)
 	if lv := l.lv; all && lv != nil && len(lv.levels) > 0 {
-		removed += lv.levels.filter()
+		removed += lv.filter()
 		l.leveled.Store(len(lv.levels) > 0)
 	}
 	l.count.Add(-int64(removed) * (oneEntry + 1))
 	sh := l.shard
-	if l.idle() && sh.lists[l.key] == l {
+	if l.vacant() && sh.lists[l.key] == l {
 		sh.empty++
 		if sh.empty > minEmpty && 2*sh.empty > len(sh.lists) {
 			sh.sweep()

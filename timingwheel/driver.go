@@ -38,7 +38,7 @@ func (tw *TimingWheel) drive() {
 		if !ok {
 			return // stopped
 		}
-		tw.hand(due, now)
+		tw.dispatch(due, now)
 		if len(due) > 0 {
 			clear(due) // drop the references until the next batch
 			continue   // look again: time passed while handing them over
@@ -73,7 +73,7 @@ func (tw *TimingWheel) advance(due []job) (_ []job, now instant, wait time.Durat
 	default:
 	}
 	now = tw.now()
-	due = tw.poll(now, due)
+	due = tw.processAt(now, due)
 	next := tw.nextLook()
 	if next == never {
 		return due, now, forever, true
@@ -81,10 +81,10 @@ func (tw *TimingWheel) advance(due []job) (_ []job, now instant, wait time.Durat
 	return due, now, next.until(now), true
 }
 
-// poll takes what is due at now out of every shard whose next has come. With
+// processAt takes what is due at now out of every shard whose next has come. With
 // the inline executor, timers from several shards are put in deadline order,
 // as one wheel would hand them.
-func (tw *TimingWheel) poll(now instant, due []job) []job {
+func (tw *TimingWheel) processAt(now instant, due []job) []job {
 	from := 0 // shards that gave timers
 	for i := range tw.shards {
 		sh := &tw.shards[i]
@@ -92,7 +92,7 @@ func (tw *TimingWheel) poll(now instant, due []job) []job {
 			continue
 		}
 		n := len(due)
-		if due = sh.poll(now, due); len(due) > n {
+		if due = sh.collect(now, due); len(due) > n {
 			from++
 		}
 	}
@@ -104,7 +104,7 @@ func (tw *TimingWheel) poll(now instant, due []job) []job {
 
 // nextLook publishes in sleepUntil when the driver will look next, the
 // earliest next of any shard, and returns it. It reads the shards again after
-// publishing, so that a schedule that lowered a shard's next without seeing
+// publishing, so that a register that lowered a shard's next without seeing
 // the new sleepUntil is seen here (the handshake at sleepUntil).
 func (tw *TimingWheel) nextLook() instant {
 	at := tw.earliest()
@@ -127,9 +127,9 @@ func (tw *TimingWheel) earliest() instant {
 	return at
 }
 
-// hand tells the observer how late the due timers are at now, when they were
+// dispatch tells the observer how late the due timers are at now, when they were
 // taken out of the wheel, and hands them to the executor, outside the lock.
-func (tw *TimingWheel) hand(due []job, now instant) {
+func (tw *TimingWheel) dispatch(due []job, now instant) {
 	if len(due) == 0 {
 		return
 	}
@@ -138,13 +138,7 @@ func (tw *TimingWheel) hand(due []job, now instant) {
 	}
 	tw.fired.Add(int64(len(due)))
 	tw.inflight.Add(len(due))
-	if tw.inline {
-		tw.watch() // before: the batch runs inside execute
-		tw.exec.execute(due)
-		return
-	}
 	tw.exec.execute(due)
-	tw.watch() // after: a watchdog that finds the pool idle has gone, or sees the batch
 }
 
 // AdvanceClock drives a wheel made [WithManualClock] from the caller's own
@@ -163,7 +157,7 @@ func (tw *TimingWheel) AdvanceClock(timeout time.Duration) bool {
 			return false
 		}
 		if len(due) > 0 {
-			tw.hand(due, now)
+			tw.dispatch(due, now)
 			return true
 		}
 		if deadline == 0 {

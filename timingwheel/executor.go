@@ -44,7 +44,9 @@ func PoolExecutor(maxWorkers int) Executor { return Executor{kind: poolKind, wor
 
 // executor is what the TimingWheel drives: it hands over each batch of due
 // timers. (Shutdown waits for them through the wheel's inflight count, so the
-// executor need not know which goroutines run them.)
+// executor need not know which goroutines run them.) Each executor calls its
+// wake function once a batch is visible to load, so that the stuck-callback
+// sampler samples it.
 type executor interface {
 	// execute runs or queues every job in due; it keeps no reference to due.
 	execute(due []job)
@@ -71,13 +73,17 @@ type load struct {
 	running  []Handler // the callbacks running, when asked for
 }
 
+// quiet reports whether no callback runs or waits.
+func (l load) quiet() bool { return l.busy == 0 && l.queued == 0 }
+
 // inline runs each batch on the goroutine that hands it over. For Stats and
 // the watchdog it keeps a copy of the batch, written under mu once per batch,
 // and the position in it, one atomic store per callback: reading the batch
 // itself would race with the driver refilling it.
 type inline struct {
-	run func(job)
-	pos atomic.Int64 // 1 + the index in batch of the callback running; 0 between batches
+	run  func(job)
+	wake func()       // after a batch is visible to load: the stuck-callback sampler's Wake
+	pos  atomic.Int64 // 1 + the index in batch of the callback running; 0 between batches
 
 	mu       sync.Mutex // guards batch and finished
 	batch    []job
@@ -88,6 +94,7 @@ func (x *inline) execute(due []job) {
 	x.mu.Lock()
 	x.batch = append(x.batch[:0], due...)
 	x.mu.Unlock()
+	x.wake()
 	for i, j := range due {
 		x.pos.Store(int64(i + 1))
 		x.run(j)
@@ -133,8 +140,9 @@ const maxIdleQueue = 4096
 // run, while the bound allows; and a burst of short callbacks, which workers
 // take faster than goroutines start, starts few workers.
 type pool struct {
-	run func(job)
-	max int
+	run  func(job)
+	wake func() // after jobs are queued: the stuck-callback sampler's Wake
+	max  int
 
 	mu       sync.Mutex // guards everything below
 	queue    []job
@@ -154,8 +162,8 @@ type worker struct {
 	i    int // its index in slots
 }
 
-func newPool(maxWorkers int, run func(job)) *pool {
-	return &pool{run: run, max: maxWorkers}
+func newPool(maxWorkers int, run func(job), wake func()) *pool {
+	return &pool{run: run, wake: wake, max: maxWorkers}
 }
 
 func (p *pool) execute(due []job) {
@@ -176,6 +184,7 @@ func (p *pool) execute(due []job) {
 	if start {
 		go p.work()
 	}
+	p.wake()
 }
 
 // needSpare counts one more worker, to be started by the caller, if callbacks

@@ -83,5 +83,5 @@ func (r *recurrence) rearm(planned time.Time) {
 		return
 	}
 	t.when = sh.tw.instantOf(next)
-	sh.schedule(t)
+	sh.register(t)
 }

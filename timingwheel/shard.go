@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/purgatory-go/purgatory/internal/cacheline"
 	"github.com/purgatory-go/purgatory/internal/procid"
 )
 
@@ -12,37 +13,63 @@ import (
 // that arm and stop timers do not serialize on one lock, nor pass one cache
 // line between their cores on every operation (issue 28). Each shard is a
 // whole wheel: its own lock, levels created on demand and delay queue of
-// buckets. A timer is armed on the shard of the P (the runtime's processor)
-// its arming goroutine runs on, as Go's runtime keeps its timers per P, and
-// is stopped wherever it lives.
+// buckets.
+//
+// Which shard a timer lives on, the move rule: AfterFunc, NewTimer,
+// InitTimer, ScheduleFunc and the contexts place a timer on the shard of the
+// P (the runtime's processor) the calling goroutine runs on, as Go's runtime
+// keeps its timers per P. Reset of a timer that is not pending (idle, or
+// handed to the executor) first moves it to the caller's shard (arm, move),
+// as the runtime's timers follow the P that re-adds them, so a timer made in
+// one loop and armed by every handler does not keep their cores passing one
+// shard's lock and buckets between them. A pending timer never moves: Reset
+// reschedules it where it is, and Stop stops it wherever it lives. t.sh
+// changes only under the mu of the shard it names.
+//
+// Three places depend on the rule:
+//
+//  1. timer.lock, the one way to lock a timer's shard (Stop, Reset,
+//     Rejected, a recurrence's run): it locks the shard t.sh names, and
+//     follows t if it moved meanwhile.
+//  2. wheel.poll, popping a stale entry of near's heap: the entry's timer
+//     may have moved since it was pushed, so poll reads its sh first and
+//     its other fields only if it still lives here (wheel.home).
+//  3. recurrence.rearm: the next run is armed on the shard of the run that
+//     ends, under the lock timer.lock took, not through arm: a recurring
+//     timer moves only when Reset arms it.
+//
+// What moving costs and pays, measured on the 2-core machine by W7 with a
+// build that never moves (medians of 7 alternated processes): the owned
+// timer, Reset+Stop on records made by one goroutine and armed by others,
+// does 1.03x at one goroutine without the move (its P lookup and check), and
+// 0.49x at two (both goroutines' timers stay on the first one's shard and
+// share its lock: 1.1 cores busy instead of 2.0); the purgatory, whose
+// operations are placed by the goroutine that arms them, 0.995x and 0.99x.
+// W2's AfterFunc places each timer as it arms it and never reaches the move.
 //
 // One driver serves every shard. It never takes the shards' locks in turn to
 // find out when to wake (the mistake tokio reverted, tokio-rs/tokio#7226):
 // each shard publishes in next when it must next be polled, the driver reads
 // those words without a lock and polls only the shards that are due, and a
-// schedule that makes its shard due sooner than the driver will look sends it
+// timer armed that makes its shard due sooner than the driver will look sends it
 // a token (the handshake is at TimingWheel.sleepUntil).
 
-// shard is one of a TimingWheel's wheels, padded so that two shards share no
-// cache line: each is written by the goroutines of its own P.
+// shard is one of a TimingWheel's wheels, padded by internal/cacheline's
+// rule: each is written by the goroutines of its own P.
 type shard struct {
 	shardState
-	_ [80]byte // to a multiple of cacheLine: TestShardLayout
+	_ [cacheline.Size - 48]byte // shardState is 176 bytes: TestShardLayout
 }
 
 type shardState struct {
 	mu sync.Mutex // guards w and the place of every timer whose sh is this shard
 	w  wheel      // held by value: wheels allocated one after another would share lines
 	// next is the instant the driver must next poll this shard (never if
-	// nothing is pending). Written under mu: lowered by schedule, set by
-	// poll; read without mu by the driver.
+	// nothing is pending). Written under mu: lowered by register, set by
+	// collect; read without mu by the driver.
 	next atomic.Int64
 	tw   *TimingWheel // immutable
 }
-
-// cacheLine is the spacing that keeps what two cores write off one cache
-// line, and off the neighbouring line the processor fetches with it.
-const cacheLine = 128
 
 // DefaultShards returns the number of shards New makes without [WithShards]:
 // GOMAXPROCS at the time of the call.
@@ -64,7 +91,10 @@ func (tw *TimingWheel) local() *shard {
 // lock locks the shard t lives on and returns it. t's place, state and
 // deadline are guarded by that shard's mu; t.sh changes only under the mu of
 // the shard it names (move), so once t.sh still names the shard just locked,
-// it stays so until the unlock.
+// it stays so until the unlock. It is the one copy of this loop: arm and
+// Stop once carried it inlined, and calling it instead measured the same
+// (BenchmarkOwnedResetStop 0.99x, BenchmarkAfterFuncStop 1.02x, medians of 9
+// alternated processes, within their spread).
 func (t *timer) lock() *shard {
 	for {
 		sh := t.sh.Load()
@@ -76,19 +106,19 @@ func (t *timer) lock() *shard {
 	}
 }
 
-// schedule puts t in the shard's wheel, and, if t makes the shard due sooner
+// register puts t in the shard's wheel, and, if t makes the shard due sooner
 // than it was, publishes that and wakes the driver if it would look too late.
 // The caller holds mu.
-func (sh *shard) schedule(t *timer) {
-	if at, ok := sh.w.schedule(t); ok && int64(at) < sh.next.Load() {
+func (sh *shard) register(t *timer) {
+	if at, ok := sh.w.insert(t); ok && int64(at) < sh.next.Load() {
 		sh.next.Store(int64(at))
 		sh.tw.wakeFor(at)
 	}
 }
 
-// poll takes out of the shard what is due at now, appending it to due, and
+// collect takes out of the shard what is due at now, appending it to due, and
 // publishes when the shard must next be polled.
-func (sh *shard) poll(now instant, due []job) []job {
+func (sh *shard) collect(now instant, due []job) []job {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if sh.tw.stopped() {

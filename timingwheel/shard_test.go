@@ -23,7 +23,7 @@ func armOn(tm *Timer, i int, d time.Duration) {
 		sh = t.move(sh, to)
 	}
 	t.when = sh.tw.deadline(d)
-	sh.schedule(t)
+	sh.register(t)
 	sh.mu.Unlock()
 }
 

@@ -27,13 +27,9 @@ type Timer struct {
 //
 // A timer lives on one shard of its TimingWheel at a time, the one sh names
 // (sh is nil only in a zero Timer), and every field but sh, h and
-// keepsDeadline is guarded by that shard's mu; lock finds and locks it.
-// AfterFunc, NewTimer, InitTimer, ScheduleFunc and the contexts place a timer
-// on the shard of the calling goroutine's P. Reset of a timer that is not
-// pending moves it to the caller's shard (arm, move), so a timer follows the
-// goroutines that arm it; Reset of a pending timer reschedules it where it
-// is, so a pending timer never changes shards: it stays from arming until it
-// fires or is stopped. sh is written only under the mu of the shard it names.
+// keepsDeadline is guarded by that shard's mu; lock finds and locks it. Which
+// shard, and when a timer moves, is shard.go's move rule: a pending timer
+// never moves.
 //
 // A timer is in one of four states (state):
 //
@@ -55,9 +51,9 @@ type Timer struct {
 //
 // Who moves a timer, always under its shard's mu:
 //
-//	idle, handed -> inLevel, inNear   schedule: AfterFunc, Reset, a rearm
+//	idle, handed -> inLevel, inNear   armLocked: AfterFunc, Reset; a rearm
 //	inLevel -> inLevel, inNear        the flush of a coarser bucket (cascade)
-//	inLevel, inNear -> handed         poll, at or after when
+//	inLevel, inNear -> handed         the driver's collect, at or after when
 //	inLevel, inNear -> inLevel, inNear  Reset
 //	any -> idle                       Stop; the wheel's Stop (drain)
 //	idle, handed: sh -> another shard move, in Reset, before it schedules
@@ -189,40 +185,32 @@ func (tw *TimingWheel) InitTimer(t *Timer, h Handler) {
 func (t *timer) wheel() *TimingWheel { return t.sh.Load().tw }
 
 // arm schedules t at when, out of its old place if it had one, or refuses it
-// if the wheel is stopped. A timer that is not pending is first moved to the
-// calling goroutine's shard, as the runtime's timers follow the P that re-adds
-// them: a timer initialised by one goroutine and armed by others (records made
-// in one loop, used by every handler) would otherwise keep their cores
-// passing one shard's lock and buckets between them. (Moving only when the
+// if the wheel is stopped; a timer that is not pending is first moved to the
+// calling goroutine's shard (shard.go's move rule). (Moving only when the
 // lock was busy measured worse at 2 goroutines, W7 owned 1.31× of G=1
 // against 1.70×, though before the shards were padded apart: a shard whose
 // lock is free at the moment of the try may still be on another core's
 // cache.) It reports whether t was pending, and false if it was refused.
 func (t *timer) arm(when instant) (pending bool) {
-	sh := t.sh.Load()
-	sh.mu.Lock() // lock, inlined
-	if t.sh.Load() != sh {
-		sh.mu.Unlock()
-		sh = t.lock()
-	}
+	sh := t.lock()
 	if !t.pending() {
 		if local := sh.tw.local(); local != sh {
 			sh = t.move(sh, local)
 		}
 	}
-	return t.schedule(sh, when)
+	return t.armLocked(sh, when)
 }
 
 // armNew arms a timer that nobody else can reach yet (AfterFunc's, a
 // recurrence's) on sh, the shard it was placed on.
 func (t *timer) armNew(sh *shard, when instant) {
 	sh.mu.Lock()
-	t.schedule(sh, when)
+	t.armLocked(sh, when)
 }
 
-// schedule puts t, on the locked shard sh, at when, or refuses it if the
+// armLocked puts t, on the locked shard sh, at when, or refuses it if the
 // wheel is stopped, and unlocks sh. It reports whether t was pending.
-func (t *timer) schedule(sh *shard, when instant) (pending bool) {
+func (t *timer) armLocked(sh *shard, when instant) (pending bool) {
 	if sh.tw.stopped() {
 		sh.tw.reject(t)
 		sh.mu.Unlock()
@@ -231,7 +219,7 @@ func (t *timer) schedule(sh *shard, when instant) (pending bool) {
 	}
 	pending = t.pending()
 	t.when = when
-	sh.schedule(t)
+	sh.register(t)
 	sh.mu.Unlock()
 	return pending
 }
@@ -252,18 +240,10 @@ func (t *timer) move(from, to *shard) *shard {
 // has already started. On a recurring timer, Stop also ends the schedule, even
 // while a run is in progress.
 func (t *Timer) Stop() bool {
-	if t == nil {
+	if t == nil || t.t.sh.Load() == nil {
 		return false
 	}
-	sh := t.t.sh.Load()
-	if sh == nil {
-		return false
-	}
-	sh.mu.Lock() // lock, inlined
-	if t.t.sh.Load() != sh {
-		sh.mu.Unlock()
-		sh = t.t.lock()
-	}
+	sh := t.t.lock()
 	ok := sh.w.stop(&t.t)
 	sh.mu.Unlock()
 	return ok

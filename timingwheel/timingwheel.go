@@ -34,8 +34,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/purgatory-go/purgatory/internal/cacheline"
 	"github.com/purgatory-go/purgatory/internal/inflight"
 	"github.com/purgatory-go/purgatory/internal/recovery"
+	"github.com/purgatory-go/purgatory/internal/stuck"
 )
 
 // ErrStopped is returned by Start and Err on a TimingWheel that has been
@@ -45,7 +47,7 @@ var ErrStopped = errors.New("timingwheel: stopped")
 // ErrShutdownInCallback is returned by Shutdown when it is called from inside
 // a callback, which it cannot wait for: it has stopped the wheel as Stop does
 // and waited for nothing.
-var ErrShutdownInCallback = errors.New("timingwheel: Shutdown called from inside a callback, which cannot wait for itself; the wheel is stopped but nothing was waited for (call Stop there, and Shutdown from outside)")
+var ErrShutdownInCallback = errors.New("timingwheel: Shutdown called from a callback: stopped, waited for nothing; call Stop there")
 
 type state int32
 
@@ -70,15 +72,15 @@ type TimingWheel struct {
 	start  time.Time
 	exec   executor
 
-	mu        sync.Mutex      // guards state changes, done and afterStop
-	state     atomic.Int32    // a state; written under mu, read without it
-	done      chan struct{}   // closed by the driver that sees the wheel stopped; nil if none was started
-	afterStop funcSet         // AfterStop's functions, until Stop starts them; guarded by mu
-	quit      chan struct{}   // closed by Stop
-	wake      chan struct{}   // capacity 1: a token means "look again"
-	_         [cacheLine]byte // the words above are read by every arm (shards, start, state); sleepUntil, which the driver writes, is kept off their lines
+	mu        sync.Mutex           // guards state changes, done and afterStop
+	state     atomic.Int32         // a state; written under mu, read without it
+	done      chan struct{}        // closed by the driver that sees the wheel stopped; nil if none was started
+	afterStop funcSet              // AfterStop's functions, until Stop starts them; guarded by mu
+	quit      chan struct{}        // closed by Stop
+	wake      chan struct{}        // capacity 1: a token means "look again"
+	_         [cacheline.Size]byte // the words above are read by every arm (shards, start, state); sleepUntil, which the driver writes, is kept off their lines
 	// sleepUntil is when the driver (or a waiting AdvanceClock) will next
-	// look at the shards. The handshake that loses no wake-up: a schedule
+	// look at the shards. The handshake that loses no wake-up: a register
 	// lowers its shard's next and then reads sleepUntil, sending a token on
 	// wake if its instant is earlier; the driver stores sleepUntil and then
 	// reads every shard's next again (nextLook). Of two such store-then-load
@@ -86,15 +88,16 @@ type TimingWheel struct {
 	// other's store, so either the token is sent or the driver sees the
 	// shard due.
 	sleepUntil atomic.Int64
-	_          [cacheLine]byte
+	_          [cacheline.Size]byte
 	inflight   inflight.Counter // callbacks and AfterStop functions started and not yet returned
 
 	onPanic  func(recovered any)
 	observer Observer
-	starts   StartObserver // observer, if it is one; nil otherwise
-	logger   *slog.Logger  // nil: slog.Default(), at each line
-	watching atomic.Bool   // a watchdog goroutine runs (watchdog.go)
-	inline   bool          // the executor is InlineExecutor: runs in deadline order across shards
+	starts   StartObserver  // observer, if it is one; nil otherwise
+	logger   *slog.Logger   // nil: slog.Default(), at each line
+	sampler  *stuck.Sampler // samples the executor while callbacks run (watchdog.go)
+	spell    spell          // the sampler's memory; only its look touches it
+	inline   bool           // the executor is InlineExecutor: runs in deadline order across shards
 
 	fired    atomic.Int64
 	panics   atomic.Int64
@@ -135,10 +138,11 @@ func New(opts ...Option) (*TimingWheel, error) {
 		sh.next.Store(int64(never))
 	}
 	tw.sleepUntil.Store(int64(never))
+	tw.sampler = stuck.New(tw.look, tw.quiet)
 	if tw.inline {
-		tw.exec = &inline{run: tw.run}
+		tw.exec = &inline{run: tw.run, wake: tw.sampler.Wake}
 	} else {
-		tw.exec = newPool(c.exec.workers, tw.run)
+		tw.exec = newPool(c.exec.workers, tw.run, tw.sampler.Wake)
 	}
 	if !c.manual {
 		tw.Start()
@@ -186,10 +190,10 @@ func (tw *TimingWheel) Err() error {
 // (see [Timer.Rejected]), Start and Err return [ErrStopped], and the driver
 // goroutine exits. The functions given to AfterStop start, each in its own
 // goroutine. Contexts made by WithTimeout and WithDeadline are not handed
-// back: they keep their deadlines on runtime timers. The timeouts of
-// purgatories on the wheel are handed back, but need not be run: each
-// purgatory closes itself when its wheel stops (its operations end Closed),
-// and running them would end those operations as Expired before their time.
+// back: they keep their deadlines on runtime timers. A package that arms
+// timers on a wheel it does not own learns of the stop through AfterStop and
+// ends its own work there; running what Stop hands back for it would fire
+// those timers before their deadlines.
 func (tw *TimingWheel) Stop() (pending []func()) {
 	tw.mustBeNew()
 	var keep []*timer
@@ -229,9 +233,9 @@ func (tw *TimingWheel) Stop() (pending []func()) {
 // stopped, by Stop or Shutdown; if it is stopped already, f starts at once.
 // Shutdown waits for f to return, as for a callback. Calling the returned stop
 // detaches f: it returns true if that prevented f from starting, and false if
-// f has started (or the wheel is stopped). This is how a purgatory learns that
-// its wheel stopped under it (it closes itself), in the shape of
-// context.AfterFunc. A nil f is a misuse and panics.
+// f has started (or the wheel is stopped), in the shape of
+// context.AfterFunc: a user of a shared wheel learns with it that the wheel
+// stopped under it. A nil f is a misuse and panics.
 func (tw *TimingWheel) AfterStop(f func()) (stop func() bool) {
 	tw.mustBeNew()
 	if f == nil {

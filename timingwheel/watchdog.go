@@ -1,7 +1,6 @@
 package timingwheel
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"reflect"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/purgatory-go/purgatory/internal/recovery"
+	"github.com/purgatory-go/purgatory/internal/stuck"
 )
 
 // StuckAfter is how long every worker of the executor may stay inside
@@ -23,85 +23,39 @@ import (
 // is usually given to shut down, so the line is there before anyone has to
 // wonder. [Stats] shows the same at any moment: Busy, Queued, OldestQueued.
 //
-// The wheel looks through a watchdog goroutine that samples the executor
-// once a second while callbacks are running or queued, and exits once none
-// are: a timer's arming and stopping read no clock for it.
-const StuckAfter = 5 * time.Second
+// The wheel samples its executor once a second while callbacks run or wait,
+// and not at all otherwise (internal/stuck): a timer's arming and stopping
+// read no clock for it.
+const StuckAfter = stuck.After
 
-const (
-	watchEvery = time.Second // the watchdog's sampling period
-	logEvery   = time.Minute // at most one stuck line per wheel this often
-)
-
-// watch starts the watchdog if it is not running. It is called after each
-// hand-off to the executor: one atomic load when the watchdog runs.
-func (tw *TimingWheel) watch() {
-	if !tw.watching.Load() && tw.watching.CompareAndSwap(false, true) {
-		go tw.watchdog()
+// look is the wheel's sample of its executor (stuck.Sampler): it logs once
+// every worker has been busy for StuckAfter with no callback returning, and
+// reports whether any callback runs or waits.
+func (tw *TimingWheel) look(now time.Time) (running bool) {
+	l := tw.exec.load(false)
+	if l.quiet() {
+		tw.spell = spell{}
+		return false
 	}
+	if tw.spell.stuck(l, tw.instantOf(now)) && tw.sampler.MayLog(now) {
+		tw.logStuck(tw.spell.since)
+	}
+	return true
 }
 
-// watchdog samples the executor every watchEvery until it is idle. Once the
-// wheel is stopped it waits on the in-flight count instead of its timer, so
-// that it exits as soon as the last callback returns.
-func (tw *TimingWheel) watchdog() {
-	tick := time.NewTimer(watchEvery)
-	defer tick.Stop()
-	quit := tw.quit
-	var s stuck
-	for {
-		if quit != nil {
-			select {
-			case <-tick.C:
-				tick.Reset(watchEvery)
-			case <-quit:
-				quit = nil
-			}
-		}
-		if quit == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), watchEvery)
-			err := tw.inflight.Wait(ctx)
-			cancel()
-			if err == nil {
-				tw.watching.Store(false)
-				return
-			}
-		}
-		l := tw.exec.load(false)
-		if l.busy == 0 && l.queued == 0 {
-			if tw.unwatch() {
-				return
-			}
-			continue
-		}
-		if s.look(l, tw.now()) {
-			tw.logStuck(s.since)
-		}
-	}
-}
+// quiet reports whether no callback runs or waits: the sampler's idle.
+func (tw *TimingWheel) quiet() bool { return tw.exec.load(false).quiet() }
 
-// unwatch lets the watchdog exit: it reports whether the executor is still
-// idle once watching is cleared (a hand-off after that starts a new
-// watchdog), or whether another watchdog has started.
-func (tw *TimingWheel) unwatch() bool {
-	tw.watching.Store(false)
-	if l := tw.exec.load(false); l.busy == 0 && l.queued == 0 {
-		return true
-	}
-	return !tw.watching.CompareAndSwap(false, true)
-}
-
-// stuck is what the watchdog remembers between samples.
-type stuck struct {
+// spell is what the wheel's look remembers between samples: the current
+// spell of every worker busy. Only look touches it, one sample at a time.
+type spell struct {
 	since    instant // the first sample of this spell with every worker busy; 0 if none
 	finished int64   // the executor's finished count at since
-	logged   instant // when it last logged; 0 if never
 }
 
-// look takes one sample and reports whether to log: every worker has been
-// busy, with no callback returning, for StuckAfter, and nothing was logged in
-// the last logEvery.
-func (s *stuck) look(l load, now instant) bool {
+// stuck takes one sample and reports whether every worker has been busy,
+// with no callback returning, for StuckAfter.
+func (s *spell) stuck(l load, now instant) bool {
 	switch {
 	case l.busy < l.capacity:
 		s.since = 0
@@ -109,13 +63,8 @@ func (s *stuck) look(l load, now instant) bool {
 	case s.since == 0 || l.finished != s.finished:
 		s.since, s.finished = now, l.finished
 		return false
-	case time.Duration(now-s.since) < StuckAfter:
-		return false
-	case s.logged != 0 && time.Duration(now-s.logged) < logEvery:
-		return false
 	}
-	s.logged = now
-	return true
+	return time.Duration(now-s.since) >= StuckAfter
 }
 
 // logStuck writes the stuck line, naming the callbacks that run.

@@ -3,9 +3,12 @@ package timingwheel
 import (
 	"math"
 	"time"
+	"unsafe"
 
 	"github.com/purgatory-go/purgatory/bucket"
 	"github.com/purgatory-go/purgatory/delayqueue"
+	"github.com/purgatory-go/purgatory/internal/cacheline"
+	"github.com/purgatory-go/purgatory/internal/minheap"
 )
 
 type slot = bucket.Bucket[timer, *timer]
@@ -30,7 +33,8 @@ type slot = bucket.Bucket[timer, *timer]
 // its expiration changes (once per lap), so the queue holds at most one item
 // per bucket.
 //
-// A wheel is not safe for concurrent use; TimingWheel guards it with its mutex.
+// A wheel is not safe for concurrent use; the shard that holds it guards it
+// with the shard's mutex (shard.go).
 type wheel struct {
 	tick   time.Duration // length of one tick
 	size   int64         // buckets per level
@@ -38,9 +42,10 @@ type wheel struct {
 	queue  *delayqueue.Queue[*slot] // by tick
 	// near holds the timers whose deadline falls in the current tick or has
 	// passed: linked in near (so Stop unlinks them in O(1)) and ordered by
-	// deadline in nearHeap.
+	// deadline in nearHeap, each entry keyed by the deadline its timer had
+	// when it was pushed (stale entries: see timer's states).
 	near     slot
-	nearHeap nearHeap
+	nearHeap minheap.Heap[*timer]
 	count    int // timers inLevel or inNear: the pending ones
 	// home is the shard that holds the wheel: the shard every timer linked
 	// here names. (nil in the pure wheel's tests, whose timers name none.)
@@ -48,14 +53,18 @@ type wheel struct {
 }
 
 type level struct {
+	levelState
+	// The levels of different shards are allocated next to each other; this
+	// keeps one shard's current, which its driver writes, off the line that
+	// another shard's adds read (internal/cacheline's rule).
+	_ [cacheline.Size - unsafe.Sizeof(levelState{})%cacheline.Size]byte
+}
+
+type levelState struct {
 	tick     int64 // ticks per bucket
 	interval int64 // ticks the level spans: tick*size, saturated at MaxInt64
 	current  int64 // start of the current bucket, a multiple of tick
 	buckets  []slot
-	// The levels of different shards are allocated next to each other; this
-	// keeps one shard's current, which its driver writes, off the line that
-	// another shard's adds read.
-	_ [cacheLine - 48]byte
 }
 
 func newWheel(tick time.Duration, size int) *wheel {
@@ -73,7 +82,7 @@ func (w *wheel) init(tick time.Duration, size int) {
 }
 
 func (w *wheel) addLevel() {
-	lv := &level{tick: 1}
+	lv := &level{levelState: levelState{tick: 1}}
 	if n := len(w.levels); n > 0 {
 		below := w.levels[n-1]
 		lv.tick = below.interval
@@ -90,25 +99,25 @@ func (w *wheel) addLevel() {
 	w.levels = append(w.levels, lv)
 }
 
-// schedule puts t, with its deadline set, into the wheel, out of its old place
+// insert puts t, with its deadline set, into the wheel, out of its old place
 // if it had one. It returns when the wheel must next be polled for t's sake if
 // that is earlier than before (a bucket newly offered to the queue, or a
 // deadline in near), and ok false otherwise.
-func (w *wheel) schedule(t *timer) (wake instant, ok bool) {
+func (w *wheel) insert(t *timer) (wake instant, ok bool) {
 	if !t.pending() {
 		w.count++
 	}
-	return w.add(t)
+	return w.place(t)
 }
 
-// add puts t into the bucket of the lowest level that spans its deadline's
-// tick, or into near if that tick has begun; see schedule.
-func (w *wheel) add(t *timer) (wake instant, ok bool) {
+// place puts t into the bucket of the lowest level that spans its deadline's
+// tick, or into near if that tick has begun; see insert.
+func (w *wheel) place(t *timer) (wake instant, ok bool) {
 	tick := w.tickOf(t.when)
 	if tick <= w.levels[0].current {
 		w.near.Add(t)
 		t.state = inNear
-		w.nearHeap.push(nearEntry{t.when, t})
+		w.nearHeap.Push(int64(t.when), t)
 		return t.when, true
 	}
 	t.state = inLevel
@@ -164,10 +173,10 @@ func (w *wheel) advanceClock(tick int64) {
 	}
 }
 
-// expire advances the clock to b's tick and flushes b: each timer moves to a
+// cascade advances the clock to b's tick and flushes b: each timer moves to a
 // finer level or to near, or is appended to due if its deadline is at or
 // before now. It returns due.
-func (w *wheel) expire(b *slot, now instant, due []job) []job {
+func (w *wheel) cascade(b *slot, now instant, due []job) []job {
 	if start := b.Expiration(); start != bucket.NoExpiration {
 		w.advanceClock(start)
 	}
@@ -176,12 +185,12 @@ func (w *wheel) expire(b *slot, now instant, due []job) []job {
 			due = w.hand(t, due) // already due: no round through near
 			return
 		}
-		w.add(t)
+		w.place(t)
 	})
 	return due
 }
 
-// poll expires every bucket whose tick has begun at now, then appends to due
+// poll cascades every bucket whose tick has begun at now, then appends to due
 // every timer in near whose deadline is at or before now, and returns due.
 func (w *wheel) poll(now instant, due []job) []job {
 	tick := w.tickOf(now)
@@ -190,13 +199,13 @@ func (w *wheel) poll(now instant, due []job) []job {
 		if !ok {
 			break
 		}
-		due = w.expire(b, now, due)
+		due = w.cascade(b, now, due)
 	}
-	for len(w.nearHeap) > 0 && w.nearHeap[0].when <= now {
-		n := w.nearHeap.pop()
+	for len(w.nearHeap) > 0 && instant(w.nearHeap[0].Key) <= now {
+		n := w.nearHeap.Pop()
 		// A stale entry's timer may have moved to another shard since; its
 		// fields are then that shard's to guard, and not ours to read.
-		if t := n.t; t.sh.Load() == w.home && t.state == inNear && t.when == n.when {
+		if t := n.Value; t.sh.Load() == w.home && t.state == inNear && t.when == instant(n.Key) {
 			bucket.Remove(t)
 			due = w.hand(t, due)
 		}
@@ -211,7 +220,7 @@ func (w *wheel) next() (at instant, ok bool) {
 	tick, ok := w.queue.Peek()
 	at = w.startOf(tick)
 	if len(w.nearHeap) > 0 {
-		if n := w.nearHeap[0].when; !ok || n < at {
+		if n := instant(w.nearHeap[0].Key); !ok || n < at {
 			at, ok = n, true
 		}
 	}

@@ -25,7 +25,7 @@ func BenchmarkWheelSize(b *testing.B) {
 				w := newWheel(time.Millisecond, size)
 				for i := range timers {
 					timers[i].when = instant(time.Millisecond) + instant(rng.Int64N(int64(999*time.Millisecond)))
-					w.schedule(&timers[i])
+					w.insert(&timers[i])
 				}
 				drain(w)
 			}
@@ -38,14 +38,14 @@ func BenchmarkWheelSize(b *testing.B) {
 			parked := make([]timer, 1_000_000)
 			for i := range parked {
 				parked[i].when = instant(30 * time.Minute)
-				w.schedule(&parked[i])
+				w.insert(&parked[i])
 			}
 			var t timer
 			now := time.Duration(0)
 			for b.Loop() {
 				now += 100 * time.Nanosecond // the clock moves as requests arrive
 				t.when = instant(now + 30*time.Second)
-				w.schedule(&t)
+				w.insert(&t)
 				w.stop(&t)
 				if now%time.Millisecond == 0 {
 					w.poll(instant(now), nil) // the driver keeps up

@@ -44,7 +44,7 @@ func TestWheelAdd(t *testing.T) {
 	w.advanceClock(10) // current time: tick 10
 
 	valid := newEntry(15 * time.Millisecond)
-	w.schedule(valid)
+	w.insert(valid)
 	require.True(t, valid.pending())
 	require.Equal(t, inLevel, valid.state, "a later tick waits in a bucket")
 	require.EqualValues(t, 12, w.levels[1].buckets[3].Expiration(), "level 1's bucket of ticks 12-15")
@@ -56,7 +56,7 @@ func TestWheelAdd(t *testing.T) {
 	atNow := newEntry(10 * time.Millisecond)
 	inTick := newEntry(10*time.Millisecond + 1)
 	for _, e := range []*timer{expired, atNow, inTick} {
-		at, ok := w.schedule(e)
+		at, ok := w.insert(e)
 		require.True(t, ok, "near wakes the driver")
 		require.EqualValues(t, e.when, at, "at the deadline itself")
 		require.Equal(t, inNear, e.state)
@@ -74,8 +74,8 @@ func TestWheelAdd(t *testing.T) {
 func TestWheelStoppedEntryNeverFires(t *testing.T) {
 	w := newWheel(time.Millisecond, 4)
 	keep, stop := newEntry(30*time.Millisecond), newEntry(30*time.Millisecond)
-	w.schedule(keep)
-	w.schedule(stop)
+	w.insert(keep)
+	w.insert(stop)
 	require.True(t, w.stop(stop))
 	fired := runUntilEmpty(t, w, 0)
 	_, kept := fired[keep]
@@ -98,11 +98,11 @@ func TestWheelOverflowCreatedOnceAndReused(t *testing.T) {
 	w := newWheel(time.Millisecond, 4)
 	require.Len(t, w.levels, 1)
 	a := newEntry(5 * time.Millisecond) // beyond level 0's 4 ticks
-	w.schedule(a)
+	w.insert(a)
 	require.Len(t, w.levels, 2)
 	overflow := w.levels[1]
 	b := newEntry(12 * time.Millisecond)
-	w.schedule(b)
+	w.insert(b)
 	require.Len(t, w.levels, 2, "a second entry reuses the overflow level")
 	require.Same(t, overflow, w.levels[1])
 	require.EqualValues(t, 4, overflow.tick, "overflow tick is the lower level's interval")
@@ -112,7 +112,7 @@ func TestWheelOverflowCreatedOnceAndReused(t *testing.T) {
 func TestWheelAdvanceCascadesToOverflowTick(t *testing.T) {
 	w := newWheel(time.Millisecond, 4)
 	far := newEntry(40 * time.Millisecond) // level 2: ticks of 16, spans 64
-	w.schedule(far)
+	w.insert(far)
 	require.Len(t, w.levels, 3)
 	w.advanceClock(21)
 	require.EqualValues(t, 21, w.levels[0].current)
@@ -124,7 +124,7 @@ func TestWheelCurrentOfNewLevelIsAligned(t *testing.T) {
 	w := newWheel(time.Millisecond, 4)
 	w.advanceClock(7)
 	e := newEntry(30 * time.Millisecond)
-	w.schedule(e)
+	w.insert(e)
 	require.EqualValues(t, 4, w.levels[1].current, "a new overflow level starts at its tick boundary")
 }
 
@@ -147,7 +147,7 @@ func TestWheelSweep(t *testing.T) {
 				var timers []*timer
 				for d := time.Duration(0); d <= span; d += step {
 					tm := newEntry(start + d)
-					w.schedule(tm)
+					w.insert(tm)
 					timers = append(timers, tm)
 				}
 				require.EqualValues(t, len(timers), w.count)
@@ -171,7 +171,7 @@ func TestWheelLateDriver(t *testing.T) {
 	var timers []*timer
 	for d := time.Duration(1); d < 200*time.Millisecond; d += 333 * time.Microsecond {
 		tm := newEntry(d)
-		w.schedule(tm)
+		w.insert(tm)
 		timers = append(timers, tm)
 	}
 	due := w.poll(instant(100*time.Millisecond), nil)
@@ -190,13 +190,13 @@ func TestWheelLateDriver(t *testing.T) {
 func TestWheelExtremeExpirations(t *testing.T) {
 	w := newWheel(MinTick, MinWheelSize)
 	far := newEntry(1<<63 - 1)
-	w.schedule(far)
+	w.insert(far)
 	require.True(t, far.pending())
 	require.Empty(t, w.poll(1<<62, nil))
 	require.True(t, far.pending(), "the farthest timer stays pending")
 
 	w = newWheel(time.Millisecond, MaxWheelSize)
 	far = newEntry(1<<63 - 1)
-	w.schedule(far)
+	w.insert(far)
 	require.True(t, far.pending())
 }
