@@ -84,38 +84,9 @@ type fetchKey struct {
 
 // NewBroker returns a broker with no topics and nothing served yet.
 func NewBroker(cfg Config) (*Broker, error) {
-	if cfg.Partitions == 0 {
-		cfg.Partitions = 1
-	}
-	if cfg.Replicas == 0 {
-		cfg.Replicas = 3
-	}
-	if cfg.FollowerMaxWait == 0 {
-		cfg.FollowerMaxWait = 500 * time.Millisecond
-	}
-	if cfg.MaxFrameBytes == 0 {
-		cfg.MaxFrameBytes = 100 << 20
-	}
-	if cfg.MaxMessageBytes == 0 {
-		cfg.MaxMessageBytes = DefaultMaxMessageBytes
-	}
-	if cfg.ReplicaLagMax == 0 {
-		cfg.ReplicaLagMax = 30 * time.Second
-	}
-	if cfg.MinInsyncReplicas == 0 {
-		cfg.MinInsyncReplicas = 1
-	}
-	if cfg.InitialRebalanceDelay == 0 {
-		cfg.InitialRebalanceDelay = DefaultInitialRebalanceDelay
-	}
-	if cfg.Logf == nil {
-		cfg.Logf = log.Printf
-	}
-	if cfg.Partitions < 1 || cfg.Replicas < 1 || cfg.MaxFrameBytes < 0 || cfg.FollowerMaxWait < 0 || cfg.FollowerDelay < 0 || cfg.ReplicaLagMax < 0 || cfg.MaxMessageBytes < 0 {
-		return nil, fmt.Errorf("kafka: invalid config %+v: partitions and replicas must be at least 1, durations and sizes not negative", cfg)
-	}
-	if cfg.MinInsyncReplicas < 1 || cfg.MinInsyncReplicas > cfg.Replicas {
-		return nil, fmt.Errorf("kafka: min.insync.replicas %d with %d replicas: it counts the leader and must be 1 to the replicas, or no acks=all produce could succeed", cfg.MinInsyncReplicas, cfg.Replicas)
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	tw, err := timingwheel.New()
 	if err != nil {
@@ -130,7 +101,6 @@ func NewBroker(cfg Config) (*Broker, error) {
 	if err == nil {
 		joins, err = purgatory.New[*group]("join", purgatory.WithTimingWheel(tw))
 	}
-
 	if err != nil {
 		tw.Stop()
 		return nil, err
@@ -144,6 +114,45 @@ func NewBroker(cfg Config) (*Broker, error) {
 		go b.follow(f)
 	}
 	return b, nil
+}
+
+// withDefaults returns cfg with each zero field set to its default.
+func (cfg Config) withDefaults() Config {
+	set := func(field *int, def int) {
+		if *field == 0 {
+			*field = def
+		}
+	}
+	setDuration := func(field *time.Duration, def time.Duration) {
+		if *field == 0 {
+			*field = def
+		}
+	}
+	set(&cfg.Partitions, 1)
+	set(&cfg.Replicas, 3)
+	set(&cfg.MaxMessageBytes, DefaultMaxMessageBytes)
+	set(&cfg.MinInsyncReplicas, 1)
+	setDuration(&cfg.FollowerMaxWait, 500*time.Millisecond)
+	setDuration(&cfg.ReplicaLagMax, 30*time.Second)
+	setDuration(&cfg.InitialRebalanceDelay, DefaultInitialRebalanceDelay)
+	if cfg.MaxFrameBytes == 0 {
+		cfg.MaxFrameBytes = 100 << 20
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = log.Printf
+	}
+	return cfg
+}
+
+// validate returns an error for a field out of range.
+func (cfg Config) validate() error {
+	if cfg.Partitions < 1 || cfg.Replicas < 1 || cfg.MaxFrameBytes < 0 || cfg.FollowerMaxWait < 0 || cfg.FollowerDelay < 0 || cfg.ReplicaLagMax < 0 || cfg.MaxMessageBytes < 0 {
+		return fmt.Errorf("kafka: invalid config %+v: partitions and replicas must be at least 1, durations and sizes not negative", cfg)
+	}
+	if cfg.MinInsyncReplicas < 1 || cfg.MinInsyncReplicas > cfg.Replicas {
+		return fmt.Errorf("kafka: min.insync.replicas %d with %d replicas: it counts the leader and must be 1 to the replicas, or no acks=all produce could succeed", cfg.MinInsyncReplicas, cfg.Replicas)
+	}
+	return nil
 }
 
 // CreateTopic creates a topic with n partitions (Config.Partitions if n is 0);

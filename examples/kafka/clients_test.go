@@ -221,7 +221,7 @@ func recordBatch(t *testing.T, value string) []byte {
 
 	now := time.Now().UnixMilli()
 	b := make([]byte, batchHeaderLen, batchHeaderLen+len(rec))
-	binary.BigEndian.PutUint32(b[8:], uint32(batchHeaderLen-12+len(rec)))
+	binary.BigEndian.PutUint32(b[offLength:], uint32(batchHeaderLen-12+len(rec)))
 	b[offMagic] = 2
 	binary.BigEndian.PutUint64(b[27:], uint64(now))
 	binary.BigEndian.PutUint64(b[35:], uint64(now))

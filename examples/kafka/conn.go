@@ -34,7 +34,11 @@ type conn struct {
 	// be written, is written by the reader itself (answer): most requests
 	// are answered so, and skip waking the writer. The rest go through
 	// pending to the writer, in order. queued counts those not yet written;
-	// wmu guards w, which both write to.
+	// wmu guards w, which both write to. What it pays for, measured by the
+	// load test against kfake in the same runs at R = 1 (commit 11e0f4e, a
+	// 2-core machine of the project's, medians of 3): CPU per record 1.10x and 1.08x of
+	// kfake's at 5,000 and 10,000 records/s when every answer went through
+	// the writer, 0.95x and 0.92x with the reader's own write.
 	wmu     sync.Mutex
 	w       *bufio.Writer
 	scratch []byte // the reader's encoding buffer, under wmu

@@ -289,7 +289,7 @@ func BenchmarkHeartbeat(b *testing.B) {
 			m := ms[i%members]
 			i++
 			g.mu.Lock()
-			br.groups.beat(m)
+			m.beat()
 			g.mu.Unlock()
 		}
 		for _, m := range ms {

@@ -69,34 +69,14 @@ func (b *Broker) handleFetch(req *kmsg.FetchRequest, reply func(kmsg.Response)) 
 	if d.replica >= b.cfg.Replicas {
 		d.replica = 0 // not one of ours: served as a consumer
 	}
-	immediate := req.MaxWaitMillis <= 0 || req.MinBytes <= 0
-	var keys []fetchKey
-	for ti, t := range req.Topics {
-		for _, p := range t.Partitions {
-			l := b.partition(t.Topic, p.Partition)
-			d.parts = append(d.parts, fetchPart{log: l, offset: p.FetchOffset, maxBytes: p.PartitionMaxBytes, topic: ti, index: p.Partition})
-			if l == nil {
-				immediate = true
-				continue
-			}
-			if d.replica > 0 {
-				advanced, rejoined := l.followerAt(d.replica, p.FetchOffset, time.Now())
-				if rejoined {
-					b.cfg.Logf("kafka: %v: follower %d is back in the ISR", l, d.replica)
-				}
-				if advanced {
-					b.highWatermarkMoved(l)
-				}
-			}
-			keys = append(keys, fetchKey{l, d.replica > 0})
-		}
-	}
-	if len(keys) == 0 && d.replica > 0 && !immediate {
+	keys, missing := b.fetchParts(d)
+	immediate := missing || req.MaxWaitMillis <= 0 || req.MinBytes <= 0
+	switch {
+	case len(keys) == 0 && d.replica > 0 && !immediate:
 		// A follower with no partitions to copy yet waits for the first
 		// topic, which wakes it.
-		d.Timeout = time.Duration(req.MaxWaitMillis) * time.Millisecond
 		keys = append(keys, fetchKey{})
-	} else if immediate || len(keys) == 0 {
+	case immediate || len(keys) == 0:
 		reply(d.response())
 		return
 	}
@@ -116,6 +96,39 @@ func (b *Broker) handleFetch(req *kmsg.FetchRequest, reply func(kmsg.Response)) 
 		return
 	}
 	b.fetches.TryCompleteElseWatch(d, keys...)
+}
+
+// fetchParts lists the partitions d's request reads, and returns the keys d
+// waits on: one per partition that exists (missing tells whether one does
+// not). A follower's fetch offsets record how far it has copied each.
+func (b *Broker) fetchParts(d *delayedFetch) (keys []fetchKey, missing bool) {
+	for ti, t := range d.req.Topics {
+		for _, p := range t.Partitions {
+			l := b.partition(t.Topic, p.Partition)
+			d.parts = append(d.parts, fetchPart{log: l, offset: p.FetchOffset, maxBytes: p.PartitionMaxBytes, topic: ti, index: p.Partition})
+			if l == nil {
+				missing = true
+				continue
+			}
+			if d.replica > 0 {
+				b.followerAt(l, d.replica, p.FetchOffset)
+			}
+			keys = append(keys, fetchKey{l, d.replica > 0})
+		}
+	}
+	return keys, missing
+}
+
+// followerAt records that follower f holds l up to offset, which may bring
+// it back into the ISR or move the high watermark.
+func (b *Broker) followerAt(l *partitionLog, f int, offset int64) {
+	advanced, rejoined := l.followerAt(f, offset, time.Now())
+	if rejoined {
+		b.cfg.Logf("kafka: %v: follower %d is back in the ISR", l, f)
+	}
+	if advanced {
+		b.highWatermarkMoved(l)
+	}
 }
 
 // response reads every partition now, in the order asked, within the fetch's

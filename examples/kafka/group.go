@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/purgatory-go/purgatory/purgatory"
@@ -44,8 +43,12 @@ import (
 //
 // Locks: a group's mu guards all of it and its members. It is never held
 // while a join operation is added or checked (its TryComplete and OnComplete
-// take it). A session timer is reset and stopped under it (the wheel's lock
-// comes after), and its Fire takes it.
+// take it): every handler takes it with lock and lets go with unlock, which
+// watches the rebalance a step began, or checks the one under way, once the
+// lock is free. A session timer is reset and stopped under it (the wheel's
+// lock comes after), and its Fire takes it. The steps that move a group
+// from state to state are in rebalance.go, each named for where it moves
+// the group.
 
 type groupState int
 
@@ -95,6 +98,7 @@ type group struct {
 	members      map[string]*member
 	pending      map[string]*member // IDs handed out with MEMBER_ID_REQUIRED, not joined yet
 	join         *delayedJoin       // the rebalance under way
+	starting     *delayedJoin       // join, begun under this lock and not yet watched: unlock watches it
 	joinedLate   bool               // a member joined during the initial delay
 	offsets      map[topicPartition]committed
 }
@@ -137,6 +141,26 @@ func newCoordinator(b *Broker, joins *purgatory.Purgatory[*group], tw *timingwhe
 	return &coordinator{b: b, joins: joins, tw: tw, initialDelay: initialDelay, groups: map[string]*group{}}
 }
 
+// lock takes g's mu; unlock lets go of it.
+func (g *group) lock() { g.mu.Lock() }
+
+// unlock lets go of g's mu and then does what the join purgatory needs,
+// which must be done with the lock free (a join's TryComplete and OnComplete
+// take it): it watches the rebalance that a step under the lock began, or
+// checks the one under way, which the step may have brought to its end.
+func (g *group) unlock() {
+	d := g.starting
+	g.starting = nil
+	rebalancing := g.state == groupPreparingRebalance
+	g.mu.Unlock()
+	switch {
+	case d != nil:
+		g.c.joins.TryCompleteElseWatch(d, g)
+	case rebalancing:
+		g.c.joins.CheckAndComplete(g)
+	}
+}
+
 // newMember makes a member of g, its session not started.
 func (c *coordinator) newMember(g *group, id string) *member {
 	m := &member{g: g, id: id}
@@ -155,212 +179,6 @@ func (c *coordinator) group(id string, create bool) *group {
 		c.groups[id] = g
 	}
 	return g
-}
-
-// delayedJoin holds a rebalance's JoinGroups (Kafka's DelayedJoin, and
-// InitialDelayedJoin with initial set).
-type delayedJoin struct {
-	purgatory.Op
-	c         *coordinator
-	g         *group
-	initial   bool          // the first rebalance's delay: it only expires
-	remaining time.Duration // of the rebalance timeout, for an initial delay's extensions
-}
-
-// TryComplete reports whether every member has rejoined and no member ID
-// handed out is still to come back.
-func (d *delayedJoin) TryComplete() bool {
-	if d.initial {
-		return false
-	}
-	d.g.mu.Lock()
-	defer d.g.mu.Unlock()
-	return d.g.allJoined()
-}
-
-func (d *delayedJoin) OnComplete()   { d.c.completeJoin(d) }
-func (d *delayedJoin) OnExpiration() {}
-
-func (g *group) allJoined() bool {
-	if len(g.pending) > 0 {
-		return false
-	}
-	for _, m := range g.members {
-		if m.joining == nil {
-			return false
-		}
-	}
-	return true
-}
-
-// beat starts m's session anew. The caller holds the group's mu.
-func (c *coordinator) beat(m *member) {
-	m.deadline = time.Now().Add(m.session)
-	m.alive.Reset(m.session)
-}
-
-// Fire is m's session's end.
-func (m *member) Fire() { m.g.c.expire(m) }
-
-// expire removes a member whose session ended without a heartbeat, unless it
-// waits in a join or a sync (then it is alive: a new session starts), or a
-// heartbeat came since the timer fired.
-func (c *coordinator) expire(m *member) {
-	g := m.g
-	g.mu.Lock()
-	if time.Now().Before(m.deadline) {
-		g.mu.Unlock()
-		return
-	}
-	if g.pending[m.id] == m {
-		delete(g.pending, m.id)
-		g.mu.Unlock()
-		c.joins.CheckAndComplete(g) // the join may have waited for it
-		return
-	}
-	if g.members[m.id] != m {
-		g.mu.Unlock()
-		return
-	}
-	if m.joining != nil || m.syncing != nil {
-		c.beat(m)
-		g.mu.Unlock()
-		return
-	}
-	c.b.cfg.Logf("kafka: group %s: member %s expired after %v without a heartbeat", g.id, m.id, m.session)
-	next := c.remove(g, m)
-	g.mu.Unlock()
-	c.watchJoin(g, next)
-}
-
-// remove drops m from g and starts or checks the rebalance that follows. It
-// returns a new join operation to watch, if it began one. The caller holds
-// g.mu.
-func (c *coordinator) remove(g *group, m *member) *delayedJoin {
-	delete(g.members, m.id)
-	m.release(kerr.UnknownMemberID.Code)
-	if g.leader == m.id {
-		g.leader = ""
-		for id := range g.members {
-			g.leader = id
-			break
-		}
-	}
-	switch g.state {
-	case groupStable, groupCompletingRebalance:
-		return c.prepareRebalance(g)
-	}
-	return nil
-}
-
-// watchJoin adds a new join operation, or checks the one under way, with no
-// group lock held (its TryComplete and OnComplete take it).
-func (c *coordinator) watchJoin(g *group, d *delayedJoin) {
-	if d != nil {
-		c.joins.TryCompleteElseWatch(d, g)
-		return
-	}
-	c.joins.CheckAndComplete(g)
-}
-
-// prepareRebalance moves g to PreparingRebalance and returns the join
-// operation to watch. Syncs waiting for an assignment are answered
-// REBALANCE_IN_PROGRESS: they must rejoin. The caller holds g.mu.
-func (c *coordinator) prepareRebalance(g *group) *delayedJoin {
-	if g.state == groupCompletingRebalance {
-		for _, m := range g.members {
-			if m.syncing != nil {
-				m.syncing.fail(kerr.RebalanceInProgress.Code)
-				m.syncing = nil
-			}
-		}
-	}
-	d := &delayedJoin{c: c, g: g}
-	var timeout time.Duration
-	for _, m := range g.members {
-		timeout = max(timeout, m.rebalance)
-	}
-	d.Timeout = due(timeout)
-	if g.state == groupEmpty && c.initialDelay > 0 {
-		d.initial = true
-		d.Timeout = due(min(c.initialDelay, timeout))
-		d.remaining = timeout - min(c.initialDelay, timeout)
-		g.joinedLate = false
-	}
-	g.state = groupPreparingRebalance
-	g.join = d
-	return d
-}
-
-// due is a wait as an operation's Timeout: a wait of zero (a rebalance
-// timeout of 0) is due at once, where a zero Timeout would be a mistake.
-func due(wait time.Duration) time.Duration {
-	if wait <= 0 {
-		return -1
-	}
-	return wait
-}
-
-// completeJoin ends a rebalance's wait: at an initial delay's end, it waits
-// once more if members joined meanwhile and the rebalance timeout allows;
-// otherwise the members that did not rejoin are dropped, the generation moves
-// on, a protocol is chosen and every JoinGroup is answered.
-func (c *coordinator) completeJoin(d *delayedJoin) {
-	g := d.g
-	g.mu.Lock()
-	if g.join != d {
-		g.mu.Unlock()
-		return
-	}
-	if d.Outcome() == purgatory.Closed {
-		g.state, g.join = groupDead, nil
-		for _, m := range g.members {
-			if m.joining != nil {
-				m.joining.fail(kerr.NotCoordinator.Code, m.id)
-				m.joining = nil
-			}
-		}
-		g.mu.Unlock()
-		return
-	}
-	if d.initial && g.joinedLate && d.remaining > 0 {
-		next := &delayedJoin{c: c, g: g, initial: true}
-		wait := min(c.initialDelay, d.remaining)
-		next.Timeout, next.remaining = due(wait), d.remaining-wait
-		g.join, g.joinedLate = next, false
-		g.mu.Unlock()
-		c.joins.TryCompleteElseWatch(next, g)
-		return
-	}
-	g.join = nil
-	for _, m := range g.members {
-		if m.joining == nil {
-			c.b.cfg.Logf("kafka: group %s: member %s did not rejoin in time", g.id, m.id)
-			delete(g.members, m.id)
-			m.alive.Stop()
-		}
-	}
-	g.generation++
-	if len(g.members) == 0 {
-		g.state, g.protocol, g.leader = groupEmpty, "", ""
-		g.mu.Unlock()
-		return
-	}
-	if g.members[g.leader] == nil {
-		g.leader = ""
-		for id := range g.members {
-			g.leader = id
-			break
-		}
-	}
-	g.protocol = g.chooseProtocol()
-	g.state = groupCompletingRebalance
-	for _, m := range g.members {
-		m.joining.answer(g, m)
-		m.joining = nil
-		c.beat(m)
-	}
-	g.mu.Unlock()
 }
 
 // chooseProtocol picks the protocol every member supports that most members
@@ -488,13 +306,7 @@ func (c *coordinator) close() {
 	c.mu.Unlock()
 	for _, g := range c.all() {
 		g.mu.Lock()
-		g.state = groupDead
-		for _, m := range g.pending {
-			m.alive.Stop()
-		}
-		for _, m := range g.members {
-			m.release(kerr.NotCoordinator.Code)
-		}
+		g.markDead()
 		g.mu.Unlock()
 	}
 }

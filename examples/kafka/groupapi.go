@@ -50,7 +50,9 @@ func (b *Broker) findCoordinator(c *conn, req *kmsg.FindCoordinatorRequest) kmsg
 // described.
 type client struct{ id, host string }
 
-// joinGroup is Kafka's handleJoinGroup for the classic protocol.
+// joinGroup is Kafka's handleJoinGroup for the classic protocol: the
+// request is checked, its member found or admitted (joiningMember), and its
+// JoinGroup recorded (rejoin).
 func (c *coordinator) joinGroup(client client, req *kmsg.JoinGroupRequest, reply func(kmsg.Response)) {
 	j := &pendingJoin{req, reply}
 	session := time.Duration(req.SessionTimeoutMillis) * time.Millisecond
@@ -74,85 +76,79 @@ func (c *coordinator) joinGroup(client client, req *kmsg.JoinGroupRequest, reply
 		j.fail(kerr.UnknownMemberID.Code, req.MemberID)
 		return
 	}
-	g.mu.Lock()
-	next, check := c.joinLocked(g, client, j, session, rebalance)
-	g.mu.Unlock()
-	if next != nil || check {
-		c.watchJoin(g, next)
+	g.lock()
+	defer g.unlock()
+	if code := g.accepts(req); code != 0 {
+		j.fail(code, req.MemberID)
+		return
+	}
+	if m := g.joiningMember(client, j, session); m != nil {
+		g.rejoin(m, j, session, rebalance)
 	}
 }
 
-// joinLocked handles a JoinGroup under g.mu. It returns a join operation to
-// watch, or check set if the one under way should be checked.
-func (c *coordinator) joinLocked(g *group, client client, j *pendingJoin, session, rebalance time.Duration) (next *delayedJoin, check bool) {
-	req := j.req
-	if g.state == groupDead {
-		j.fail(kerr.NotCoordinator.Code, req.MemberID)
-		return nil, false
-	}
-	if g.state != groupEmpty && (req.ProtocolType != g.protocolType || !g.sharesProtocol(req.Protocols)) {
-		j.fail(kerr.InconsistentGroupProtocol.Code, req.MemberID)
-		return nil, false
-	}
-	id := req.MemberID
-	m := g.members[id]
+// accepts returns the error a JoinGroup gets from g as it is, 0 if none: a
+// Dead group is not coordinated here any more, and a group with members
+// takes only a member that supports its protocol type and a protocol of
+// every member's.
+func (g *group) accepts(req *kmsg.JoinGroupRequest) int16 {
 	switch {
-	case id == "" && req.Version >= 4:
-		// KIP-394: the client must come back with this ID, within its
-		// session, before it counts as a member.
-		m = c.newMember(g, newMemberID(client.id))
-		m.session = session
-		g.pending[m.id] = m
-		c.beat(m)
-		j.fail(kerr.MemberIDRequired.Code, m.id)
-		return nil, false
-	case id == "" || g.pending[id] != nil:
-		if id == "" {
-			id = newMemberID(client.id)
-		} else {
-			m = g.pending[id]
-			delete(g.pending, id)
-		}
-		if m == nil {
-			m = c.newMember(g, id)
-		}
-		m.clientID, m.host = client.id, client.host
-		g.members[id] = m
-		if g.leader == "" {
-			g.leader = id
-		}
-		if g.state == groupEmpty {
-			g.protocolType = req.ProtocolType
-		}
-		if g.join != nil && g.join.initial {
-			g.joinedLate = true
-		}
-	case m == nil:
-		j.fail(kerr.UnknownMemberID.Code, id)
-		return nil, false
+	case g.state == groupDead:
+		return kerr.NotCoordinator.Code
+	case g.state != groupEmpty && (req.ProtocolType != g.protocolType || !g.sharesProtocol(req.Protocols)):
+		return kerr.InconsistentGroupProtocol.Code
 	}
-	changed := !slices.EqualFunc(m.protocols, req.Protocols, func(a, b kmsg.JoinGroupRequestProtocol) bool {
+	return 0
+}
+
+// joiningMember returns the member a JoinGroup is for: one of g's, or one
+// admitted now. A first JoinGroup of v4 and later is given an ID to come back
+// with instead, and one with an ID g does not know is answered
+// UNKNOWN_MEMBER_ID: both are answered here, and nil is returned.
+func (g *group) joiningMember(client client, j *pendingJoin, session time.Duration) *member {
+	id := j.req.MemberID
+	switch {
+	case id == "" && j.req.Version >= 4:
+		g.requireMemberID(client, j, session)
+		return nil
+	case id == "":
+		return g.admitMember(g.c.newMember(g, newMemberID(client.id)), client, j.req.ProtocolType)
+	case g.pending[id] != nil:
+		m := g.pending[id]
+		delete(g.pending, id)
+		return g.admitMember(m, client, j.req.ProtocolType)
+	case g.members[id] == nil:
+		j.fail(kerr.UnknownMemberID.Code, id)
+		return nil
+	}
+	return g.members[id]
+}
+
+// rejoin records m's JoinGroup. During a rebalance it waits for the others
+// (unlock checks whether it was the last). Otherwise, if nothing changed for
+// the group, it is answered at once with the current generation (a client
+// that lost the first answer); else a rebalance begins.
+func (g *group) rejoin(m *member, j *pendingJoin, session, rebalance time.Duration) {
+	changed := !slices.EqualFunc(m.protocols, j.req.Protocols, func(a, b kmsg.JoinGroupRequestProtocol) bool {
 		return a.Name == b.Name && string(a.Metadata) == string(b.Metadata)
 	})
-	m.session, m.rebalance, m.protocols = session, rebalance, req.Protocols
+	m.session, m.rebalance, m.protocols = session, rebalance, j.req.Protocols
 	if m.joining != nil { // a JoinGroup sent again: the older one is answered as a retry
 		m.joining.fail(kerr.RebalanceInProgress.Code, m.id)
 	}
 	m.joining = j
 	switch g.state {
 	case groupPreparingRebalance:
-		return nil, true
+		return
 	case groupCompletingRebalance, groupStable:
 		if !changed && (g.state == groupCompletingRebalance || m.id != g.leader) {
-			// Nothing changed for the group: the answer of its
-			// generation (a client that lost the first one).
 			m.joining = nil
 			j.answer(g, m)
-			c.beat(m)
-			return nil, false
+			m.beat()
+			return
 		}
 	}
-	return c.prepareRebalance(g), false
+	g.prepareRebalance()
 }
 
 // sharesProtocol reports whether one of protocols is one every member
@@ -186,8 +182,9 @@ func (g *group) member(id string, generation int32) (*member, int16) {
 	return m, 0
 }
 
-// syncGroup is Kafka's handleSyncGroup: the leader's brings the assignment,
-// which answers every member's.
+// syncGroup is Kafka's handleSyncGroup: a member of the current generation
+// waits for its assignment, which the leader's SyncGroup brings, or is
+// answered with it at once once the group is Stable.
 func (c *coordinator) syncGroup(req *kmsg.SyncGroupRequest, reply func(kmsg.Response)) {
 	s := &pendingSync{req, reply}
 	g := c.group(req.Group, false)
@@ -195,48 +192,36 @@ func (c *coordinator) syncGroup(req *kmsg.SyncGroupRequest, reply func(kmsg.Resp
 		s.fail(kerr.UnknownMemberID.Code)
 		return
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
+	g.lock()
+	defer g.unlock()
 	m, code := g.member(req.MemberID, req.Generation)
+	if code == 0 && (req.ProtocolType != nil && *req.ProtocolType != g.protocolType ||
+		req.Protocol != nil && *req.Protocol != g.protocol) {
+		code = kerr.InconsistentGroupProtocol.Code
+	}
 	switch {
 	case code != 0:
 		s.fail(code)
-		return
-	case req.ProtocolType != nil && *req.ProtocolType != g.protocolType,
-		req.Protocol != nil && *req.Protocol != g.protocol:
-		s.fail(kerr.InconsistentGroupProtocol.Code)
-		return
-	}
-	switch g.state {
-	case groupPreparingRebalance:
+	case g.state == groupPreparingRebalance:
 		s.fail(kerr.RebalanceInProgress.Code)
-	case groupStable:
+	case g.state == groupStable:
 		s.answer(m.assignment, g)
-		c.beat(m)
-	case groupCompletingRebalance:
-		if m.syncing != nil {
-			m.syncing.fail(kerr.RebalanceInProgress.Code)
-		}
-		m.syncing = s
-		c.beat(m)
-		if m.id != g.leader {
-			return
-		}
-		for _, other := range g.members {
-			other.assignment = nil
-		}
-		for _, a := range req.GroupAssignment {
-			if other := g.members[a.MemberID]; other != nil {
-				other.assignment = a.MemberAssignment
-			}
-		}
-		g.state = groupStable
-		for _, other := range g.members {
-			if other.syncing != nil {
-				other.syncing.answer(other.assignment, g)
-				other.syncing = nil
-			}
-		}
+		m.beat()
+	case g.state == groupCompletingRebalance:
+		g.awaitAssignment(m, s)
+	}
+}
+
+// awaitAssignment parks m's SyncGroup until the leader's brings the
+// assignment; the leader's makes the group Stable.
+func (g *group) awaitAssignment(m *member, s *pendingSync) {
+	if m.syncing != nil {
+		m.syncing.fail(kerr.RebalanceInProgress.Code)
+	}
+	m.syncing = s
+	m.beat()
+	if m.id == g.leader {
+		g.becomeStable(s.req.GroupAssignment)
 	}
 }
 
@@ -256,7 +241,7 @@ func (c *coordinator) heartbeat(req *kmsg.HeartbeatRequest) kmsg.Response {
 		resp.ErrorCode = code
 		return resp
 	}
-	c.beat(m)
+	m.beat()
 	if g.state == groupPreparingRebalance {
 		resp.ErrorCode = kerr.RebalanceInProgress.Code
 	}
@@ -274,37 +259,7 @@ func (c *coordinator) leaveGroup(req *kmsg.LeaveGroupRequest) kmsg.Response {
 			ids = append(ids, m.MemberID)
 		}
 	}
-	g := c.group(req.Group, false)
-	codes := make([]int16, len(ids))
-	var next *delayedJoin
-	check := false
-	if g == nil {
-		for i := range codes {
-			codes[i] = kerr.UnknownMemberID.Code
-		}
-	} else {
-		g.mu.Lock()
-		for i, id := range ids {
-			switch m := g.members[id]; {
-			case g.pending[id] != nil:
-				p := g.pending[id]
-				delete(g.pending, id)
-				p.alive.Stop()
-				check = true
-			case m == nil:
-				codes[i] = kerr.UnknownMemberID.Code
-			default:
-				if d := c.remove(g, m); d != nil {
-					next = d
-				}
-				check = true
-			}
-		}
-		g.mu.Unlock()
-	}
-	if next != nil || check {
-		c.watchJoin(g, next)
-	}
+	codes := c.leave(req.Group, ids)
 	if req.Version < 3 {
 		resp.ErrorCode = codes[0]
 		return resp
@@ -315,6 +270,34 @@ func (c *coordinator) leaveGroup(req *kmsg.LeaveGroupRequest) kmsg.Response {
 		resp.Members = append(resp.Members, rm)
 	}
 	return resp
+}
+
+// leave removes the members of group named by ids, and returns the error
+// code for each: UNKNOWN_MEMBER_ID for one the group does not have. A member
+// ID handed out and not yet brought back is forgotten.
+func (c *coordinator) leave(groupID string, ids []string) []int16 {
+	codes := make([]int16, len(ids))
+	g := c.group(groupID, false)
+	if g == nil {
+		for i := range codes {
+			codes[i] = kerr.UnknownMemberID.Code
+		}
+		return codes
+	}
+	g.lock()
+	defer g.unlock()
+	for i, id := range ids {
+		switch m := g.members[id]; {
+		case g.pending[id] != nil:
+			g.pending[id].alive.Stop()
+			delete(g.pending, id)
+		case m == nil:
+			codes[i] = kerr.UnknownMemberID.Code
+		default:
+			g.removeMember(m)
+		}
+	}
+	return codes
 }
 
 // listGroups lists every group, filtered by state (v4) if asked.

@@ -48,13 +48,6 @@ func newPartitionLog(topic string, index int32, replicas int) *partitionLog {
 	return l
 }
 
-func batchBase(data []byte) int64 { return int64(binary.BigEndian.Uint64(data[offBaseOffset:])) }
-
-// batchLast returns the last offset a batch spans.
-func batchLast(data []byte) int64 {
-	return batchBase(data) + int64(int32(binary.BigEndian.Uint32(data[offLastDelta:])))
-}
-
 func (l *partitionLog) String() string { return fmt.Sprintf("%s-%d", l.topic, l.index) }
 
 // leo returns the log end offset. The caller holds mu.
@@ -64,20 +57,6 @@ func (l *partitionLog) leo() int64 {
 	}
 	return l.batches[len(l.batches)-1].last + 1
 }
-
-// The v2 record batch header, as far as this broker reads it: the base offset
-// (rewritten here; not covered by the CRC), the length of the rest, the magic
-// byte, how many offsets the batch spans, and the idempotent producer's id and
-// first sequence.
-const (
-	batchHeaderLen   = 61
-	offBaseOffset    = 0
-	offLength        = 8
-	offMagic         = 16
-	offLastDelta     = 23
-	offProducerID    = 43
-	offFirstSequence = 53
-)
 
 var errCorrupt = errors.New("record batch is truncated or not magic v2")
 

@@ -36,7 +36,7 @@ func (c *coordinator) offsetCommit(req *kmsg.OffsetCommitRequest) kmsg.Response 
 		default:
 			var m *member
 			if m, code = g.member(req.MemberID, req.Generation); m != nil {
-				c.beat(m) // a commit counts as a heartbeat
+				m.beat() // a commit counts as a heartbeat
 			}
 		}
 	}

@@ -75,40 +75,15 @@ func (d *delayedProduce) OnExpiration() {}
 // followers waiting on it, and answers as Acks asks: not at all (0), once the
 // leader has written (1), or once every replica has (-1: a delayedProduce).
 func (b *Broker) handleProduce(req *kmsg.ProduceRequest, reply func(kmsg.Response)) {
-	resp := req.ResponseKind().(*kmsg.ProduceResponse)
-	for _, t := range req.Topics {
-		rt := kmsg.NewProduceResponseTopic()
-		rt.Topic = t.Topic
-		for _, p := range t.Partitions {
-			rp := kmsg.NewProduceResponseTopicPartition()
-			rp.Partition = p.Partition
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		resp.Topics = append(resp.Topics, rt)
-	}
+	resp := produceResponse(req)
 	d := &delayedProduce{resp: resp, reply: reply, minISR: b.cfg.MinInsyncReplicas}
 	var at []purgatory.Level[*partitionLog]
 	for ti, t := range req.Topics {
 		for pi, p := range t.Partitions {
-			into := &resp.Topics[ti].Partitions[pi]
-			l := b.partition(t.Topic, p.Partition)
-			if l == nil {
-				into.ErrorCode, into.BaseOffset = kerr.UnknownTopicOrPartition.Code, -1
-				continue
+			if w, ok := b.produceTo(t.Topic, p, req.Acks, &resp.Topics[ti].Partitions[pi]); ok {
+				d.waits = append(d.waits, w)
+				at = append(at, purgatory.At(w.log, w.last+1)) // replicated once the high watermark passes last
 			}
-			if req.Acks == -1 {
-				if n := l.inSyncReplicas(); n < b.cfg.MinInsyncReplicas {
-					msg := fmt.Sprintf("%d replicas in sync, %d needed (min.insync.replicas)", n, b.cfg.MinInsyncReplicas)
-					into.ErrorCode, into.ErrorMessage, into.BaseOffset = kerr.NotEnoughReplicas.Code, &msg, -1
-					continue // nothing appended
-				}
-			}
-			last, err := b.append(l, p.Records, into)
-			if err != nil {
-				continue
-			}
-			d.waits = append(d.waits, produceWait{l, last, into})
-			at = append(at, purgatory.At(l, last+1)) // replicated once the high watermark passes last
 		}
 	}
 	switch {
@@ -125,6 +100,47 @@ func (b *Broker) handleProduce(req *kmsg.ProduceRequest, reply func(kmsg.Respons
 		// an advance tries only the produces it replicated.
 		b.produces.TryCompleteElseWatchAt(d, at...)
 	}
+}
+
+// produceResponse returns req's answer, a partition for each it wrote to, to
+// be filled in.
+func produceResponse(req *kmsg.ProduceRequest) *kmsg.ProduceResponse {
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.Partition = p.Partition
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+// produceTo appends one partition's records and returns what an acks=all
+// produce waits for there. ok is false if nothing was appended: into says
+// why (no such partition, too few replicas in sync for acks=all, a batch
+// refused).
+func (b *Broker) produceTo(topic string, p kmsg.ProduceRequestTopicPartition, acks int16, into *kmsg.ProduceResponseTopicPartition) (w produceWait, ok bool) {
+	l := b.partition(topic, p.Partition)
+	if l == nil {
+		into.ErrorCode, into.BaseOffset = kerr.UnknownTopicOrPartition.Code, -1
+		return w, false
+	}
+	if acks == -1 {
+		if n := l.inSyncReplicas(); n < b.cfg.MinInsyncReplicas {
+			msg := fmt.Sprintf("%d replicas in sync, %d needed (min.insync.replicas)", n, b.cfg.MinInsyncReplicas)
+			into.ErrorCode, into.ErrorMessage, into.BaseOffset = kerr.NotEnoughReplicas.Code, &msg, -1
+			return w, false // nothing appended
+		}
+	}
+	last, err := b.append(l, p.Records, into)
+	if err != nil {
+		return w, false
+	}
+	return produceWait{l, last, into}, true
 }
 
 // append validates records (validate.go) and writes them to l, records the

@@ -42,23 +42,6 @@ import (
 // A batch whose max timestamp is not its records' largest has it set, and
 // its CRC with it, as Kafka does for CreateTime batches.
 
-// The v2 record batch header's fields, by offset.
-const (
-	offCRC            = 17
-	offAttributes     = 21
-	offFirstTimestamp = 27
-	offMaxTimestamp   = 35
-	offRecordCount    = 57
-)
-
-// The attribute bits of a v2 batch.
-const (
-	attrCodec         = 0x07
-	attrLogAppendTime = 0x08
-	attrTransactional = 0x10
-	attrControl       = 0x20
-)
-
 // DefaultMaxMessageBytes is Kafka's default message.max.bytes: the largest
 // record batch a produce may carry.
 const DefaultMaxMessageBytes = 1048588
@@ -99,43 +82,13 @@ func errorCode(err error) int16 {
 // returns the batch to append: records itself, or a copy whose max timestamp
 // was set. maxBytes is the broker's message size limit.
 func validateProduce(records []byte, maxBytes int) ([]byte, error) {
-	if len(records) < batchHeaderLen {
-		return nil, refuse(kerr.CorruptMessage, "%d bytes, less than a batch header (%d)", len(records), batchHeaderLen)
-	}
-	n := 12 + int64(int32(binary.BigEndian.Uint32(records[offLength:])))
-	switch {
-	case n < batchHeaderLen || n > int64(len(records)):
-		return nil, refuse(kerr.CorruptMessage, "batch length %d with %d bytes sent", n, len(records))
-	case records[offMagic] != 2:
-		return nil, refuse(kerr.InvalidRecord, "magic %d; produce v3 and later carry magic 2 only", records[offMagic])
-	case n < int64(len(records)):
-		return nil, refuse(kerr.InvalidRecord, "more than one batch for a partition")
-	case n > int64(maxBytes):
-		return nil, refuse(kerr.MessageTooLarge, "a batch of %d bytes, over the limit of %d", n, maxBytes)
-	}
-	if got, want := crc32.Checksum(records[offAttributes:], crc32c), binary.BigEndian.Uint32(records[offCRC:]); got != want {
-		return nil, refuse(kerr.CorruptMessage, "CRC-32C %08x, the batch says %08x", got, want)
+	if err := checkFraming(records, maxBytes); err != nil {
+		return nil, err
 	}
 	attrs := binary.BigEndian.Uint16(records[offAttributes:])
 	count := int32(binary.BigEndian.Uint32(records[offRecordCount:]))
-	span := int64(int32(binary.BigEndian.Uint32(records[offLastDelta:]))) + 1
-	switch {
-	case attrs&attrCodec > 4:
-		return nil, refuse(kerr.CorruptMessage, "compression codec %d", attrs&attrCodec)
-	case batchBase(records) != 0:
-		return nil, refuse(kerr.InvalidRecord, "base offset %d; a client's batch starts at 0", batchBase(records))
-	case count <= 0:
-		return nil, refuse(kerr.InvalidRecord, "record count %d", count)
-	case span != int64(count):
-		return nil, refuse(kerr.InvalidRecord, "offsets 0 to %d for %d records", span-1, count)
-	case attrs&attrControl != 0:
-		return nil, refuse(kerr.InvalidRecord, "a control batch; clients may not write them")
-	case attrs&attrTransactional != 0:
-		return nil, refuse(kerr.InvalidTxnState, "a transactional batch; this broker serves no transactions")
-	case attrs&attrLogAppendTime != 0:
-		return nil, refuse(kerr.InvalidTimestamp, "the batch claims LogAppendTime, which only the broker sets")
-	case int64(binary.BigEndian.Uint64(records[offProducerID:])) >= 0 && int32(binary.BigEndian.Uint32(records[offFirstSequence:])) < 0:
-		return nil, refuse(kerr.InvalidRecord, "producer id without a sequence")
+	if err := checkHeader(records, attrs, count); err != nil {
+		return nil, err
 	}
 	body, err := decompress(records[batchHeaderLen:], attrs&attrCodec)
 	if err != nil {
@@ -152,6 +105,54 @@ func validateProduce(records []byte, maxBytes int) ([]byte, error) {
 		binary.BigEndian.PutUint32(records[offCRC:], crc32.Checksum(records[offAttributes:], crc32c))
 	}
 	return records, nil
+}
+
+// checkFraming checks that records hold exactly one v2 batch of at most
+// maxBytes, whose CRC matches.
+func checkFraming(records []byte, maxBytes int) error {
+	if len(records) < batchHeaderLen {
+		return refuse(kerr.CorruptMessage, "%d bytes, less than a batch header (%d)", len(records), batchHeaderLen)
+	}
+	n := 12 + int64(int32(binary.BigEndian.Uint32(records[offLength:])))
+	switch {
+	case n < batchHeaderLen || n > int64(len(records)):
+		return refuse(kerr.CorruptMessage, "batch length %d with %d bytes sent", n, len(records))
+	case records[offMagic] != 2:
+		return refuse(kerr.InvalidRecord, "magic %d; produce v3 and later carry magic 2 only", records[offMagic])
+	case n < int64(len(records)):
+		return refuse(kerr.InvalidRecord, "more than one batch for a partition")
+	case n > int64(maxBytes):
+		return refuse(kerr.MessageTooLarge, "a batch of %d bytes, over the limit of %d", n, maxBytes)
+	}
+	if got, want := crc32.Checksum(records[offAttributes:], crc32c), binary.BigEndian.Uint32(records[offCRC:]); got != want {
+		return refuse(kerr.CorruptMessage, "CRC-32C %08x, the batch says %08x", got, want)
+	}
+	return nil
+}
+
+// checkHeader checks the header fields of a batch whose framing is sound:
+// what a client may write.
+func checkHeader(records []byte, attrs uint16, count int32) error {
+	span := int64(int32(binary.BigEndian.Uint32(records[offLastDelta:]))) + 1
+	switch {
+	case attrs&attrCodec > 4:
+		return refuse(kerr.CorruptMessage, "compression codec %d", attrs&attrCodec)
+	case batchBase(records) != 0:
+		return refuse(kerr.InvalidRecord, "base offset %d; a client's batch starts at 0", batchBase(records))
+	case count <= 0:
+		return refuse(kerr.InvalidRecord, "record count %d", count)
+	case span != int64(count):
+		return refuse(kerr.InvalidRecord, "offsets 0 to %d for %d records", span-1, count)
+	case attrs&attrControl != 0:
+		return refuse(kerr.InvalidRecord, "a control batch; clients may not write them")
+	case attrs&attrTransactional != 0:
+		return refuse(kerr.InvalidTxnState, "a transactional batch; this broker serves no transactions")
+	case attrs&attrLogAppendTime != 0:
+		return refuse(kerr.InvalidTimestamp, "the batch claims LogAppendTime, which only the broker sets")
+	case int64(binary.BigEndian.Uint64(records[offProducerID:])) >= 0 && int32(binary.BigEndian.Uint32(records[offFirstSequence:])) < 0:
+		return refuse(kerr.InvalidRecord, "producer id without a sequence")
+	}
+	return nil
 }
 
 // checkRecords reads count v2 records from body, which they must fill
