@@ -28,6 +28,9 @@ func main() {
 		charts    = flag.String("charts", "", "write the charts to this directory (default charts for a full run or -from)")
 		duration  = flag.Duration("duration", 0, "soak: how long to run (default 10m); W5: how long requests arrive")
 		from      = flag.String("from", "", "run nothing: rebuild the report and charts from a -json file of an earlier run")
+		figures   = flag.String("figures", "", "run nothing: check (or write) the figures of -docs against results.json (or -from); see figures.go")
+		docs      = flag.String("docs", "../README.md,../docs/*.md", "with -figures: the Markdown files, comma-separated globs")
+		strict    = flag.String("strict", "../docs/benchmarks.md", "with -figures: the files of -docs in which every number with a unit is a figure")
 
 		profile = flag.String("cpuprofile", "", "with -child: write a CPU profile of the workload to this file")
 		child   = flag.Bool("child", false, "internal: run one workload in this process and print its result")
@@ -57,6 +60,13 @@ func main() {
 		}
 		return
 	}
+	if *figures != "" {
+		if err := runFigures(*figures, cmp(*from, "results.json"), *docs, *strict); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *runs < 1 {
 		fail(fmt.Errorf("-runs must be at least 1"))
 	}
@@ -68,8 +78,9 @@ func main() {
 	}
 	var res map[key][]result
 	var err error
+	m := newMeta()
 	if *from != "" {
-		res, err = load(*from)
+		res, m, err = load(*from)
 	} else {
 		var plan []job
 		if plan, err = makePlan(*workloads, *systems, *runs, p); err == nil {
@@ -82,7 +93,7 @@ func main() {
 	if len(res) == 0 {
 		return // a soak prints its own lines
 	}
-	if err := report(res, p, *jsonOut, *results, *charts); err != nil {
+	if err := report(res, m, p, *jsonOut, *results, *charts); err != nil {
 		fail(err)
 	}
 }

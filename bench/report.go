@@ -6,12 +6,9 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
-	"time"
 )
 
 func median(xs []float64) float64 {
@@ -52,7 +49,7 @@ func metricNames(rs []result) []string {
 	return names
 }
 
-func report(res map[key][]result, p params, jsonPath, mdPath, chartDir string) error {
+func report(res map[key][]result, m meta, p params, jsonPath, mdPath, chartDir string) error {
 	keys := make([]key, 0, len(res))
 	for k := range res {
 		keys = append(keys, k)
@@ -68,11 +65,11 @@ func report(res map[key][]result, p params, jsonPath, mdPath, chartDir string) e
 		return a.system < b.system
 	})
 	if jsonPath != "" {
-		if err := writeJSON(jsonPath, keys, res); err != nil {
+		if err := writeJSON(jsonPath, m, keys, res); err != nil {
 			return err
 		}
 	}
-	md := markdown(keys, res, p)
+	md := markdown(m, keys, res, p)
 	fmt.Print(md)
 	if mdPath != "" {
 		if err := os.WriteFile(mdPath, []byte(md), 0o644); err != nil {
@@ -85,23 +82,30 @@ func report(res map[key][]result, p params, jsonPath, mdPath, chartDir string) e
 	return nil
 }
 
-// load rebuilds per-run results from a file written by writeJSON.
-func load(path string) (map[key][]result, error) {
+// load rebuilds per-run results, and the run's meta, from a file written by
+// writeJSON.
+func load(path string) (map[key][]result, meta, error) {
+	var m meta
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, m, err
 	}
 	defer f.Close()
 	res := map[key][]result{}
 	dec := json.NewDecoder(f)
 	for dec.More() {
 		var o struct {
+			Meta                     *meta
 			Workload, System, Metric string
 			Variant                  int
 			Runs                     []float64
 		}
 		if err := dec.Decode(&o); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, m, fmt.Errorf("%s: %w", path, err)
+		}
+		if o.Meta != nil {
+			m = *o.Meta
+			continue
 		}
 		k := key{o.Workload, o.Variant, o.System}
 		for len(res[k]) < len(o.Runs) {
@@ -111,16 +115,19 @@ func load(path string) (map[key][]result, error) {
 			res[k][i].Metrics[o.Metric] = v
 		}
 	}
-	return res, nil
+	return res, m, nil
 }
 
-func writeJSON(path string, keys []key, res map[key][]result) error {
+func writeJSON(path string, m meta, keys []key, res map[key][]result) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
 	w := bufio.NewWriter(f)
 	enc := json.NewEncoder(w)
+	if err := enc.Encode(map[string]meta{"meta": m}); err != nil {
+		return err
+	}
 	for _, k := range keys {
 		for _, m := range metricNames(res[k]) {
 			v := values(res[k], m)
@@ -182,9 +189,9 @@ func reference(workload string) string {
 	return "stdlib"
 }
 
-func markdown(keys []key, res map[key][]result, p params) string {
+func markdown(m meta, keys []key, res map[key][]result, p params) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Benchmark results\n\n%s\n", machine())
+	fmt.Fprintf(&b, "# Benchmark results\n\n%s\n", m)
 	if p.quick {
 		b.WriteString("\n**-quick run: sizes are a hundredth of DESIGN.md's; not for comparison.**\n")
 	}
@@ -208,13 +215,7 @@ func markdown(keys []key, res map[key][]result, p params) string {
 		case "W5sweep", "W6sweep":
 			sweepTable(&b, ks, res, "requests/s", "keeps_up", "runs that kept up (median of 1 = all or most)")
 			for _, s := range systemsIn(ks) {
-				best := 0
-				for _, k := range ks {
-					if kept := values(res[k], "keeps_up"); k.system == s && len(kept) == runsOf(ks[0]) && slices.Min(kept) == 1 {
-						best = max(best, k.variant)
-					}
-				}
-				fmt.Fprintf(&b, "\nHighest rate that keeps up in every run, %s: %d requests/s.\n", s, best)
+				fmt.Fprintf(&b, "\nHighest rate that keeps up in every run, %s: %d requests/s.\n", s, highestRate(ks, res, s))
 			}
 			continue
 		case "W5keys":
@@ -363,25 +364,6 @@ func format(v float64) string {
 	}
 }
 
-// machine describes where the numbers were measured.
-func machine() string {
-	model := "unknown CPU"
-	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, line := range strings.Split(string(data), "\n") {
-			if strings.HasPrefix(line, "model name") {
-				model = strings.TrimSpace(strings.SplitN(line, ":", 2)[1])
-				break
-			}
-		}
-	}
-	kernel := ""
-	if out, err := exec.Command("uname", "-sr").Output(); err == nil {
-		kernel = strings.TrimSpace(string(out))
-	}
-	return fmt.Sprintf("Measured %s on %d CPUs (%s), %s, %s/%s, GOMAXPROCS=%d.",
-		time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), model, kernel, runtime.Version(), runtime.GOARCH, runtime.GOMAXPROCS(0))
-}
-
 // ratioTable shows, for each variant, each system's median of metric against
 // ref's in the same run.
 func ratioTable(b *strings.Builder, ks []key, res map[key][]result, metric, title, ref string) {
@@ -410,4 +392,16 @@ func ratioTable(b *strings.Builder, ks []key, res map[key][]result, metric, titl
 		}
 		b.WriteString("\n")
 	}
+}
+
+// highestRate is a sweep's highest rate at which every one of system's runs
+// kept up; ks are the sweep's keys.
+func highestRate(ks []key, res map[key][]result, system string) int {
+	best := 0
+	for _, k := range ks {
+		if kept := values(res[k], "keeps_up"); k.system == system && len(kept) == len(res[ks[0]]) && slices.Min(kept) == 1 {
+			best = max(best, k.variant)
+		}
+	}
+	return best
 }
