@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/purgatory-go/purgatory/internal/logcapture"
 	"github.com/purgatory-go/purgatory/internal/testkit"
 	"github.com/purgatory-go/purgatory/purgatory"
 )
@@ -135,7 +136,8 @@ func (c *callsBack) OnComplete() {
 
 // Purgatory.Shutdown and http.Server.Shutdown, case by case, with the work
 // each waits for (a handler; Close's sweep) finishing in time or blocking past
-// ctx: the same error, at the same moment.
+// ctx: at the same moment, the same error, which ours wraps to name the
+// callback that held it (http.Server's names nothing).
 func TestShutdownAsHTTPServer(t *testing.T) {
 	for _, blocks := range []bool{false, true} {
 		name := map[bool]string{false: "work finishes", true: "work outlives ctx"}[blocks]
@@ -168,11 +170,13 @@ func TestShutdownAsHTTPServer(t *testing.T) {
 				<-done
 				require.NoError(t, p.Shutdown(context.Background()))
 			})
-			require.Equal(t, theirs, ours)
 			if blocks {
-				require.ErrorIs(t, ours, context.DeadlineExceeded)
+				require.Equal(t, context.DeadlineExceeded, theirs)
+				require.ErrorIs(t, ours, theirs)
+				require.ErrorContains(t, ours, "callsBack (closed)")
 				require.Equal(t, theirsAt, oursAt)
 			} else {
+				require.NoError(t, theirs)
 				require.NoError(t, ours)
 			}
 		})
@@ -202,4 +206,57 @@ func serveOnce(t *testing.T, work func()) (*http.Server, <-chan struct{}) {
 	}()
 	<-running
 	return srv, done
+}
+
+// A short Shutdown names what held it (issue 37): with a 10 ms context and
+// a blocking OnComplete on Close's sweep or on the expiry path, the error
+// wraps ctx's and names the operation's type, its outcome, how long it has
+// run (since the first sample that saw it, or under a second) and the call it
+// holds up; the logger gets the same at once, not only at StuckAfter. Four
+// blocked ones are named three and "1 more".
+func TestShortShutdownNamesWhatHoldsIt(t *testing.T) {
+	for _, path := range []struct {
+		name  string
+		wait  time.Duration // before Shutdown
+		count int
+		want  []string
+	}{
+		{"Close's sweep", 0, 1, []string{"purgatory_test.stuck (closed) for under 1s, holding up Close (or Shutdown's sweep, which its context bounds)"}},
+		{"expiry", 3 * time.Second, 1, []string{"purgatory_test.stuck (expired) for 1s, holding up a timing-wheel worker"}},
+		{"four expired", 3 * time.Second, 4, []string{"with 4 operation callbacks still running", "; and 1 more"}},
+	} {
+		t.Run(path.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				logger, logged := logcapture.Logger()
+				p, err := purgatory.New[string]("short", purgatory.WithLogger(logger))
+				require.NoError(t, err)
+				var ops []stuck
+				for range path.count {
+					op := newStuck(time.Second)
+					ops = append(ops, op)
+					require.False(t, p.TryCompleteElseWatch(op, "k"))
+				}
+				time.Sleep(path.wait) // expired at 1 s, blocked since: first sampled at 2 s
+				synctest.Wait()
+
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+				defer cancel()
+				err = p.Shutdown(ctx)
+				require.ErrorIs(t, err, context.DeadlineExceeded)
+				require.ErrorContains(t, err, `purgatory "short": Shutdown: context deadline exceeded with`)
+				for _, want := range path.want {
+					require.ErrorContains(t, err, want)
+				}
+				require.Len(t, logged.Lines(), 1, "logged at once")
+				require.Contains(t, logged.Lines()[0], `level=WARN msg="purgatory \"short\": Shutdown's context ended with`)
+				for _, want := range path.want[1:] {
+					require.Contains(t, logged.Lines()[0], want)
+				}
+				for _, op := range ops {
+					close(op.release)
+				}
+				require.NoError(t, p.Shutdown(context.Background()))
+			})
+		})
+	}
 }

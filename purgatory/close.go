@@ -3,8 +3,11 @@ package purgatory
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/purgatory-go/purgatory/internal/inflight"
+	"github.com/purgatory-go/purgatory/internal/recovery"
 )
 
 // ErrShutdownInCallback is returned by Shutdown when it is called from inside
@@ -53,11 +56,15 @@ func (p *Purgatory[K]) Close() {
 // Shutdown closes the purgatory as Close does and waits, until ctx is done,
 // for Close's sweep, for the callbacks that its timeouts and contexts had
 // started (OnComplete, OnExpiration) to return and, if the purgatory made its
-// own wheel, for that wheel's Shutdown (http.Server.Shutdown's convention). It
-// returns ctx's error if ctx was done first, whatever the callbacks do: the
-// sweep runs on a goroutine of its own, so a blocking OnComplete holds up the
-// sweep but not the caller, and the operations behind it still end, exactly
-// once, when it returns. Later calls wait the same way.
+// own wheel, for that wheel's Shutdown (http.Server.Shutdown's convention).
+// If ctx is done first it returns, whatever the callbacks do, an error that
+// wraps ctx's error (errors.Is(err, context.DeadlineExceeded) tells) and
+// names the callbacks still running: each operation's type, its outcome, how
+// long it has run and the call it holds up (at most three, and how many in
+// all); it logs the same at level Warn. The sweep runs on a goroutine of its
+// own, so a blocking OnComplete holds up the sweep but not the caller, and the
+// operations behind it still end, exactly once, when it returns. Later calls
+// wait the same way.
 //
 // Shutdown does not wait for callbacks that run inside the caller's own calls
 // (CheckAndComplete, TryCompleteElseWatch, ForceComplete, ForceCompleteForKey
@@ -80,10 +87,10 @@ func (p *Purgatory[K]) Shutdown(ctx context.Context) error {
 	select {
 	case <-p.swept:
 	case <-ctx.Done():
-		return ctx.Err()
+		return p.heldUp(ctx)
 	}
 	if err := p.core.counters.inflight.Wait(ctx); err != nil {
-		return err
+		return p.heldUp(ctx)
 	}
 	if p.ownsWheel {
 		if _, err := p.tw.Shutdown(ctx); err != nil {
@@ -91,6 +98,20 @@ func (p *Purgatory[K]) Shutdown(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// heldUp is Shutdown's error once ctx is done: it wraps ctx's error, names
+// the callbacks still running, and says the same to the logger.
+func (p *Purgatory[K]) heldUp(ctx context.Context) error {
+	c := &p.core
+	count, list := c.describe(c.dog.running(time.Now()), time.Now())
+	if list == "" {
+		list = "none is tracked (a panic handler runs, or a callback the watch could not track)"
+	}
+	err := fmt.Errorf("purgatory %q: Shutdown: %w with %s operation callbacks still running: %s", p.name, ctx.Err(), count, list)
+	recovery.Logger(c.settings.logger).Warn(fmt.Sprintf("purgatory %q: Shutdown's context ended with %s operation callbacks (OnComplete, OnExpiration) still running; "+
+		"their operations still end, once each, when they return", p.name, count), "err", ctx.Err(), "running", list)
+	return err
 }
 
 // inCallback names the frames under which the callbacks that Shutdown waits

@@ -102,8 +102,24 @@ func (c *core) look(now time.Time) (running bool) {
 func (d *watchdog) sample(now time.Time) []ran {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	live := d.runningLocked(now)
+	d.seen = make(map[*Op]time.Time, len(live))
+	for _, r := range live {
+		d.seen[r.o] = r.since
+	}
+	return live
+}
+
+// running returns the callbacks that run, as sample does, and leaves the
+// sampler's memory as it is.
+func (d *watchdog) running(now time.Time) []ran {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.runningLocked(now)
+}
+
+func (d *watchdog) runningLocked(now time.Time) []ran {
 	var live []ran
-	seen := map[*Op]time.Time{}
 	for p := range d.slots {
 		for i := range d.slots[p] {
 			if o := d.slots[p][i].Load(); o != nil {
@@ -111,12 +127,10 @@ func (d *watchdog) sample(now time.Time) []ran {
 				if !ok {
 					since = now
 				}
-				seen[o] = since
 				live = append(live, ran{o, since})
 			}
 		}
 	}
-	d.seen = seen
 	return live
 }
 
@@ -143,26 +157,39 @@ var heldUp = map[Outcome]string{
 }
 
 func (c *core) logStuck(late []ran, now time.Time) {
-	slices.SortFunc(late, func(a, b ran) int { return a.since.Compare(b.since) })
+	count, list := c.describe(late, now)
+	recovery.Logger(c.settings.logger).Warn(fmt.Sprintf("purgatory %q: %s operation callbacks (OnComplete, OnExpiration) have run longer than %v. "+
+		"Callbacks must not block: answer through a buffered channel or hand slow work to a goroutine of your own", c.settings.name, count, StuckAfter),
+		"running", list)
+}
+
+// describe names the callbacks rs, the longest running first, at most
+// three: each operation's type, its outcome, how long it has run as the
+// samples saw it, and the call it holds up. count is how many there are,
+// "at least" that many if some P's slots were full.
+func (c *core) describe(rs []ran, now time.Time) (count, list string) {
+	slices.SortFunc(rs, func(a, b ran) int { return a.since.Compare(b.since) })
 	var b strings.Builder
-	for n, r := range late {
+	for n, r := range rs {
 		if n == 3 {
-			fmt.Fprintf(&b, "; and %d more", len(late)-n)
+			fmt.Fprintf(&b, "; and %d more", len(rs)-n)
 			break
 		}
 		if n > 0 {
 			b.WriteString("; ")
 		}
+		age := "under " + stuck.Every.String() // not yet seen by a sample
+		if d := now.Sub(r.since); d >= stuck.Every {
+			age = d.Truncate(time.Second).String()
+		}
 		out := r.o.Outcome()
-		fmt.Fprintf(&b, "%T (%v) for %v, holding up %s", r.o.impl, out, now.Sub(r.since).Truncate(time.Second), heldUp[out])
+		fmt.Fprintf(&b, "%T (%v) for %s, holding up %s", r.o.impl, out, age, heldUp[out])
 	}
-	count := fmt.Sprint(len(late))
+	count = fmt.Sprint(len(rs))
 	if c.dog.full() {
 		count = "at least " + count
 	}
-	recovery.Logger(c.settings.logger).Warn(fmt.Sprintf("purgatory %q: %s operation callbacks (OnComplete, OnExpiration) have run longer than %v. "+
-		"Callbacks must not block: answer through a buffered channel or hand slow work to a goroutine of your own", c.settings.name, count, StuckAfter),
-		"running", b.String())
+	return count, b.String()
 }
 
 // full reports whether some P's slots are all taken, so that callbacks may

@@ -266,8 +266,11 @@ func (tw *TimingWheel) runAfterStop(f func()) {
 // is done, for the callbacks already handed to the executor and the
 // AfterStop functions to return and for the driver goroutine to exit
 // (http.Server.Shutdown's convention). It returns the pending callbacks, as
-// Stop, and ctx's error if ctx was done first. Later calls hand back nothing
-// but wait the same way.
+// Stop. If ctx is done first, its error wraps ctx's
+// (errors.Is(err, context.DeadlineExceeded) tells) and names the callbacks
+// still running, by their funcs (or Handler types), with how many are queued
+// and how many AfterStop functions run; it logs the same at level Warn.
+// Later calls hand back nothing but wait the same way.
 func (tw *TimingWheel) Shutdown(ctx context.Context) (pending []func(), err error) {
 	pending = tw.Stop()
 	if inCallback.OnStack() {
@@ -277,10 +280,25 @@ func (tw *TimingWheel) Shutdown(ctx context.Context) (pending []func(), err erro
 		select {
 		case <-tw.done:
 		case <-ctx.Done():
-			return pending, ctx.Err()
+			return pending, tw.heldUp(ctx)
 		}
 	}
-	return pending, tw.inflight.Wait(ctx)
+	if err := tw.inflight.Wait(ctx); err != nil {
+		return pending, tw.heldUp(ctx)
+	}
+	return pending, nil
+}
+
+// heldUp is Shutdown's error once ctx is done: it wraps ctx's error, names
+// what still runs, and says the same to the logger.
+func (tw *TimingWheel) heldUp(ctx context.Context) error {
+	l := tw.exec.load(true)
+	hooks := max(tw.inflight.Count()-int64(l.busy+l.queued), 0) // AfterStop functions
+	running := names(l.running)
+	err := fmt.Errorf("timingwheel: Shutdown: %w with %d callbacks running (%s), %d queued and %d AfterStop functions running", ctx.Err(), l.busy, running, l.queued, hooks)
+	recovery.Logger(tw.logger).Warn("timingwheel: Shutdown's context ended with callbacks still running; they still run to their end",
+		"err", ctx.Err(), "running", running, "queued", l.queued, "after_stop_running", hooks)
+	return err
 }
 
 // inCallback names the frames that every callback and AfterStop function

@@ -172,7 +172,9 @@ func TestShutdownWithABlockingCallback(t *testing.T) {
 			_, err = tw.Shutdown(ctx)
 			require.ErrorIs(t, err, context.DeadlineExceeded)
 			require.Equal(t, 30*time.Second, time.Since(begin))
-			require.Len(t, logged.Lines(), 1, "stuck, logged during the shutdown")
+			require.Len(t, logged.Lines(), 2, "stuck, logged during the shutdown; and the shutdown's end")
+			require.Contains(t, logged.Lines()[0], "for 5s")
+			require.Contains(t, logged.Lines()[1], "Shutdown's context ended with callbacks still running")
 			close(release)
 			_, err = tw.Shutdown(context.Background())
 			require.NoError(t, err)
@@ -199,4 +201,42 @@ func TestWithLogger(t *testing.T) {
 	_, err := timingwheel.New(timingwheel.WithLogger(nil))
 	require.ErrorIs(t, err, timingwheel.ErrInvalidOption)
 	require.ErrorContains(t, err, "WithLogger(nil)")
+}
+
+// A short Shutdown names what held it (issue 37): with a 10 ms context and
+// callbacks that block, on both executors, the error wraps ctx's and names
+// the callbacks' funcs, how many run and how many wait; the logger gets the
+// same at once, not only at StuckAfter. An AfterStop function that blocks is
+// counted too.
+func TestShortShutdownNamesWhatHoldsIt(t *testing.T) {
+	executors(t, func(t *testing.T, exec timingwheel.Executor) {
+		synctest.Test(t, func(t *testing.T) {
+			logger, logged := logcapture.Logger()
+			tw, err := timingwheel.New(timingwheel.WithExecutor(exec), timingwheel.WithLogger(logger))
+			require.NoError(t, err)
+			release := make(chan struct{})
+			block := blockOn(release)
+			tw.AfterFunc(time.Millisecond, block)
+			tw.AfterFunc(time.Millisecond, block)
+			tw.AfterStop(block)
+			time.Sleep(time.Second)
+			synctest.Wait()
+
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+			defer cancel()
+			_, err = tw.Shutdown(ctx)
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			want := `^timingwheel: Shutdown: context deadline exceeded with 2 callbacks running \(2× \S+blockOn\S*\), 0 queued and 1 AfterStop functions running$`
+			if exec == timingwheel.InlineExecutor() {
+				want = `^timingwheel: Shutdown: context deadline exceeded with 1 callbacks running \(1× \S+blockOn\S*\), 1 queued and 1 AfterStop functions running$`
+			}
+			require.Regexp(t, want, err.Error())
+			require.Len(t, logged.Lines(), 1, "logged at once")
+			require.Contains(t, logged.Lines()[0], `level=WARN msg="timingwheel: Shutdown's context ended with callbacks still running`)
+			require.Regexp(t, `running="[12]× \S+blockOn\S*"`, logged.Lines()[0])
+			close(release)
+			_, err = tw.Shutdown(context.Background())
+			require.NoError(t, err)
+		})
+	})
 }

@@ -23,6 +23,9 @@ type Counter struct {
 // Add counts k more callbacks in flight.
 func (c *Counter) Add(k int) { c.n.Add(int64(k)) }
 
+// Count returns how many callbacks are in flight now.
+func (c *Counter) Count() int64 { return c.n.Load() }
+
 // Done counts one callback as returned.
 func (c *Counter) Done() {
 	if c.n.Add(-1) != 0 {
