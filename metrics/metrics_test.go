@@ -236,6 +236,36 @@ func TestTwoPurgatoriesOnOneRegistry(t *testing.T) {
 	})
 }
 
+// A second purgatory, or wheel, of a name already registered is refused by
+// Register with an error that names it and says what to do, and wraps
+// prometheus.AlreadyRegisteredError; the first one's series are untouched;
+// MustRegister panics with the same error. A name unique in each of two
+// registries is fine.
+func TestRegisterNamesTheDuplicate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := prometheus.NewPedanticRegistry()
+		p, err := purgatory.New[string]("produce")
+		require.NoError(t, err)
+		defer p.Close()
+		require.NoError(t, metrics.Register(reg, metrics.NewPurgatoryCollector(p), metrics.NewTimingWheelCollector(p.TimingWheel(), "produce")))
+
+		err = metrics.Register(reg, metrics.NewPurgatoryCollector(newPurgatoryStats{}))
+		require.EqualError(t, err, `metrics: a purgatory named "produce" is registered already; give each purgatory a name of its own (purgatory.New's first argument), or each a registry: duplicate metrics collector registration attempted`)
+		var dup prometheus.AlreadyRegisteredError
+		require.ErrorAs(t, err, &dup)
+		err = metrics.Register(reg, metrics.NewTimingWheelCollector(p.TimingWheel(), "produce"))
+		require.ErrorContains(t, err, `metrics: a wheel named "produce" is registered already`)
+		require.PanicsWithError(t, `metrics: a purgatory named "produce" is registered already; give each purgatory a name of its own (purgatory.New's first argument), or each a registry: duplicate metrics collector registration attempted`,
+			func() { metrics.MustRegister(reg, metrics.NewPurgatoryCollector(newPurgatoryStats{})) })
+		n, err := testutil.GatherAndCount(reg, "purgatory_delayed_operations")
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+
+		other := prometheus.NewPedanticRegistry()
+		require.NoError(t, metrics.Register(other, metrics.NewPurgatoryCollector(newPurgatoryStats{})))
+	})
+}
+
 // newPurgatoryStats is a second purgatory named "produce".
 type newPurgatoryStats struct{}
 

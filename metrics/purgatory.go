@@ -56,7 +56,8 @@ type purgatoryCollector struct {
 // with final values, after p is closed. With [WithDurationHistogram] it also
 // exports that observer's histogram, under the same label. Purgatory names
 // are unique per registry: registering a second collector for the same name
-// fails with a prometheus.AlreadyRegisteredError.
+// fails with a prometheus.AlreadyRegisteredError, which [Register] wraps in
+// an error that names the purgatory.
 //
 //	purgatory_watched_operations                  gauge    Kafka's PurgatorySize
 //	purgatory_delayed_operations                  gauge    Kafka's NumDelayedOperations

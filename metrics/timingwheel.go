@@ -17,8 +17,9 @@ type TimingWheelStats interface {
 // A TimingWheelOption adds to what NewTimingWheelCollector exports.
 type TimingWheelOption func(*wheelCollector)
 
-// WithLatenessHistogram exports o's histogram as timingwheel_lateness_seconds,
-// under the wheel's label. Pass the same o to timingwheel.WithObserver when
+// WithLatenessHistogram exports o's two histograms under the wheel's label:
+// timingwheel_lateness_seconds (deadline to hand-off to the executor) and
+// timingwheel_start_lateness_seconds (deadline to the callback's start). Pass the same o to timingwheel.WithObserver when
 // you make the wheel; for a purgatory's timeouts, make that wheel yourself and
 // give it to purgatory.WithTimingWheel. A nil o is a misuse and panics.
 func WithLatenessHistogram(o *TimingWheelObserver) TimingWheelOption {
@@ -30,6 +31,7 @@ func WithLatenessHistogram(o *TimingWheelObserver) TimingWheelOption {
 
 type wheelCollector struct {
 	src                              TimingWheelStats
+	name                             string
 	pending, fired, panics, rejected *prometheus.Desc
 	busy, queued, oldest             *prometheus.Desc
 	lateness, startLateness          *prometheus.Desc // nil without WithLatenessHistogram
@@ -60,7 +62,7 @@ func NewTimingWheelCollector(tw TimingWheelStats, name string, opts ...TimingWhe
 	}
 	labels := prometheus.Labels{"wheel": name}
 	c := &wheelCollector{
-		src: tw,
+		src: tw, name: name,
 		pending: prometheus.NewDesc("timingwheel_pending_timers",
 			"Timers waiting to fire.", nil, labels),
 		fired: prometheus.NewDesc("timingwheel_fired_total",

@@ -33,6 +33,8 @@ func (p *Purgatory[K]) Wait(ctx context.Context, timeout time.Duration, ready fu
 		panic("purgatory: Wait called with a nil Context; pass the request's context (r.Context()) or context.Background()")
 	case ready == nil:
 		panic("purgatory: Wait called with a nil ready func")
+	case len(keys) == 0:
+		panic("purgatory: Wait called with no keys; pass the keys whose CheckAndComplete should try ready (a job's ID, say)")
 	case timeout == 0:
 		if _, ok := ctx.Deadline(); !ok {
 			panic("purgatory: Wait called with a zero timeout and a context without a deadline; pass a positive timeout, or purgatory.NoTimeout to wait for ready or ctx only")

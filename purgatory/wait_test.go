@@ -102,7 +102,7 @@ func TestWaitMisuse(t *testing.T) {
 	testkit.Misuse(t, "purgatory: ", "nil Context", func() { p.Wait(nil, time.Second, ready, "k") })
 	testkit.Misuse(t, "purgatory: ", "nil ready func", func() { p.Wait(context.Background(), time.Second, nil, "k") })
 	testkit.Misuse(t, "purgatory: ", "zero timeout and a context without a deadline", func() { p.Wait(context.Background(), 0, ready, "k") })
-	testkit.Misuse(t, "purgatory: ", "no keys", func() { p.Wait(context.Background(), time.Second, ready) })
+	testkit.Misuse(t, "purgatory: Wait called with no keys", "no keys", func() { p.Wait(context.Background(), time.Second, ready) })
 	synctest.Test(t, func(t *testing.T) {
 		q := newPurgatory(t)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
