@@ -19,8 +19,9 @@ import (
 // O(log n)), w4_lateness.png, the distribution of W4's lateness,
 // w5_lag.png, the distribution of W5's completion lag, and w5_keys_cpu.png,
 // CPU per request against the number of keys, w6_keys_cpu.png, the same for
-// W6, and w7_scaling.png, W7's operations per second against the goroutines
-// that make them.
+// W6, w7_scaling.png, W7's operations per second against the goroutines
+// that make them, and w8_add_complete.png, W8's ns per add+complete against
+// the goroutines.
 func drawCharts(dir string, res map[key][]result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -32,6 +33,9 @@ func drawCharts(dir string, res map[key][]result) error {
 		return err
 	}
 	if err := chartW5Keys(dir, res); err != nil {
+		return err
+	}
+	if err := chartW8(dir, res); err != nil {
 		return err
 	}
 	if err := chartW7(dir, res); err != nil {
@@ -98,6 +102,16 @@ func keysChart(dir, name string, lines map[string]plotter.XYs, title, xLabel str
 	p.X.Min, p.X.Max = p.X.Min/2, p.X.Max*2
 	p.Y.Min = 0
 	return p.Save(8*vg.Inch, 5*vg.Inch, filepath.Join(dir, name))
+}
+
+func chartW8(dir string, res map[key][]result) error {
+	return logLogSweep(dir, "w8_add_complete.png", sweepLines(res, "W8", "ns_per_op"), sweepChart{
+		title:  "W8: ns per add+complete by goroutines (GOMAXPROCS=" + fmt.Sprint(runtime.GOMAXPROCS(0)) + ")",
+		x:      "goroutines (log scale)",
+		y:      "ns per add+complete, wall, all goroutines (log scale)",
+		xPad:   1.5,
+		yAbove: 4,
+	})
 }
 
 func chartW7(dir string, res map[key][]result) error {

@@ -53,10 +53,11 @@ func runFigures(mode, resultsPath, docs, strict string) error {
 	if mode != "check" && mode != "write" {
 		return fmt.Errorf("bench: -figures %q: check or write", mode)
 	}
-	res, m, err := load(resultsPath)
+	res, ms, err := load(resultsPath)
 	if err != nil {
 		return err
 	}
+	m := ms.main()
 	paths, err := globs(docs)
 	if err != nil {
 		return err

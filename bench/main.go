@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"runtime/pprof"
@@ -19,8 +20,8 @@ import (
 
 func main() {
 	var (
-		workloads = flag.String("workload", "all", "comma-separated workloads: W1,W2,W2p,W3,W4,W5, the sweeps W2sweep, W5sweep, W5keys and W5over, W6, W6sweep, W7, soak, or all (all but soak)")
-		systems   = flag.String("system", "all", "comma-separated systems: "+strings.Join(timerSystems, ",")+" for W1–W4; "+strings.Join(purgatorySystems, ",")+" for W5; "+strings.Join(levelSystems, ",")+" for W6; "+strings.Join(scalingSystems, ",")+" for W7; or all")
+		workloads = flag.String("workload", "all", "comma-separated workloads: W1,W2,W2p,W3,W4,W5, the sweeps W2sweep, W5sweep, W5keys and W5over, W6, W6sweep, W7, W8, soak, or all (all but soak)")
+		systems   = flag.String("system", "all", "comma-separated systems: "+strings.Join(timerSystems, ",")+" for W1–W4; "+strings.Join(purgatorySystems, ",")+" for W5; "+strings.Join(levelSystems, ",")+" for W6; "+strings.Join(scalingSystems, ",")+" for W7; "+strings.Join(w8Systems, ",")+" for W8; or all")
 		runs      = flag.Int("runs", 3, "processes per (system, workload); medians are reported")
 		quick     = flag.Bool("quick", false, "a hundredth of every size: a seconds-long smoke run")
 		jsonOut   = flag.String("json", "", "write one JSON object per (system, workload, metric) to this file")
@@ -28,6 +29,7 @@ func main() {
 		charts    = flag.String("charts", "", "write the charts to this directory (default charts for a full run or -from)")
 		duration  = flag.Duration("duration", 0, "soak: how long to run (default 10m); W5: how long requests arrive")
 		from      = flag.String("from", "", "run nothing: rebuild the report and charts from a -json file of an earlier run")
+		merge     = flag.String("merge", "", "a partial run: replace its workloads in this -json file of an earlier full run, and rewrite that file, RESULTS.md and the charts")
 		figures   = flag.String("figures", "", "run nothing: check (or write) the figures of -docs against results.json (or -from); see figures.go")
 		docs      = flag.String("docs", "../README.md,../docs/*.md", "with -figures: the Markdown files, comma-separated globs")
 		strict    = flag.String("strict", "../docs/benchmarks.md", "with -figures: the files of -docs in which every number with a unit is a figure")
@@ -38,10 +40,13 @@ func main() {
 		rate    = flag.Int("rate", 0, "internal: W5 requests per second")
 		keys    = flag.Int("keys", 0, "internal: W5 keys")
 		open    = flag.Bool("open", false, "internal: W5 with arrivals in an open loop (W5over)")
-		gs      = flag.Int("goroutines", 0, "internal: W7 goroutines")
+		gs      = flag.Int("goroutines", 0, "internal: W7 and W8 goroutines")
+
+		leakBytes      = flag.Int("soak-leak-bytes", 0, "soak: keep this many bytes per request in the bench itself, a leak the soak must catch")
+		leakGoroutines = flag.Int("soak-leak-goroutines", 0, "soak: start this many goroutines a minute that never end, a leak the soak must catch")
 	)
 	flag.Parse()
-	p := params{quick: *quick, parked: *parked, rate: *rate, keys: *keys, duration: *duration, open: *open, goroutines: *gs}
+	p := params{quick: *quick, parked: *parked, rate: *rate, keys: *keys, duration: *duration, open: *open, goroutines: *gs, leakBytes: *leakBytes, leakGoroutines: *leakGoroutines}
 	if *child {
 		if *profile != "" {
 			f, err := os.Create(*profile)
@@ -70,32 +75,52 @@ func main() {
 	if *runs < 1 {
 		fail(fmt.Errorf("-runs must be at least 1"))
 	}
-	// Only a full run, or a rebuild from one, replaces the committed report
-	// and charts by default; a partial run prints its tables and leaves them.
-	if !*quick && (*workloads == "all" || *from != "") {
+	// Only a full run, a rebuild from one, or a partial run merged into one
+	// replaces the committed report and charts by default; a partial run
+	// prints its tables and leaves them.
+	if !*quick && (*workloads == "all" || *from != "" || *merge != "") {
 		*results = cmp(*results, "RESULTS.md")
 		*charts = cmp(*charts, "charts")
 	}
-	var res map[key][]result
-	var err error
-	m := newMeta()
-	if *from != "" {
-		res, m, err = load(*from)
-	} else {
-		var plan []job
-		if plan, err = makePlan(*workloads, *systems, *runs, p); err == nil {
-			res, err = execute(plan, p)
-		}
-	}
+	res, ms, err := gather(*from, *merge, *workloads, *systems, *runs, p)
 	if err != nil {
 		fail(err)
 	}
-	if len(res) == 0 {
-		return // a soak prints its own lines
+	if *merge != "" {
+		*jsonOut = *merge
 	}
-	if err := report(res, m, p, *jsonOut, *results, *charts); err != nil {
+	if err := report(res, ms, p, *jsonOut, *results, *charts); err != nil {
 		fail(err)
 	}
+}
+
+// gather runs the plan (or loads an earlier run, -from), and merges it into
+// an earlier run if asked (-merge).
+func gather(from, merge, workloads, systems string, runs int, p params) (map[key][]result, metas, error) {
+	if from != "" {
+		return load(from)
+	}
+	plan, err := makePlan(workloads, systems, runs, p)
+	if err != nil {
+		return nil, nil, err
+	}
+	res, err := execute(plan, p)
+	if err != nil || merge == "" {
+		return res, metas{newMeta()}, err
+	}
+	old, ms, err := load(merge)
+	if err != nil {
+		return nil, nil, err
+	}
+	m := newMeta()
+	for _, j := range plan {
+		if !slices.Contains(m.Workloads, j.workload) {
+			m.Workloads = append(m.Workloads, j.workload)
+		}
+	}
+	maps.DeleteFunc(old, func(k key, _ []result) bool { return slices.Contains(m.Workloads, k.workload) })
+	maps.Copy(old, res)
+	return old, ms.merged(m), nil
 }
 
 func cmp(s, def string) string {
@@ -120,9 +145,10 @@ func runChild(workload, system string, p params) error {
 		r, err = runLevelWorkload(system, p)
 	case "W7":
 		r, err = w7(system, p.goroutines, p)
+	case "W8":
+		r, err = w8(system, p.goroutines, p)
 	case "soak":
-		err = soak(p)
-		return err
+		r, err = soak(p)
 	default:
 		r, err = runTimerWorkload(workload, system, p)
 	}
@@ -136,7 +162,7 @@ func runChild(workload, system string, p params) error {
 type job struct {
 	workload, system string
 	run              int
-	variant          int // parked timers for W2sweep, requests/s for W5sweep, W5over and W6sweep, keys for W5keys and W6, goroutines for W7
+	variant          int // parked timers for W2sweep, requests/s for W5sweep, W5over and W6sweep, keys for W5keys and W6, goroutines for W7 and W8
 }
 
 func (j job) args(p params) []string {
@@ -160,11 +186,17 @@ func (j job) args(p params) []string {
 	case "W6sweep":
 		w = "W6"
 		a = append(a, "-rate", strconv.Itoa(j.variant), "-duration", sweepLength(p).String())
-	case "W7":
+	case "W7", "W8":
 		a = append(a, "-goroutines", strconv.Itoa(j.variant))
 	}
 	if (w == "W5" && j.workload == "W5" || j.workload == "W6" || w == "soak") && p.duration > 0 {
 		a = append(a, "-duration", p.duration.String())
+	}
+	if w == "soak" {
+		if p.rate > 0 {
+			a = append(a, "-rate", strconv.Itoa(p.rate))
+		}
+		a = append(a, "-soak-leak-bytes", strconv.Itoa(p.leakBytes), "-soak-leak-goroutines", strconv.Itoa(p.leakGoroutines))
 	}
 	if p.quick {
 		a = append(a, "-quick")
@@ -172,7 +204,7 @@ func (j job) args(p params) []string {
 	return append(a, "-workload", w)
 }
 
-var allWorkloads = []string{"W1", "W2", "W2p", "W3", "W4", "W5", "W2sweep", "W5sweep", "W5keys", "W5over", "W6", "W6sweep", "W7"}
+var allWorkloads = []string{"W1", "W2", "W2p", "W3", "W4", "W5", "W2sweep", "W5sweep", "W5keys", "W5over", "W6", "W6sweep", "W7", "W8"}
 
 func sweepParked(p params) []int {
 	if p.quick {
@@ -260,6 +292,8 @@ func makePlan(workloads, systems string, runs int, p params) ([]job, error) {
 		switch {
 		case w == "W7":
 			known = scalingSystems
+		case w == "W8":
+			known = w8Systems
 		case w == "W5over":
 			known = overloadSystems
 		case strings.HasPrefix(w, "W6"):
@@ -272,7 +306,7 @@ func makePlan(workloads, systems string, runs int, p params) ([]job, error) {
 			switch {
 			case slices.Contains(known, s), s == floorSystem && strings.HasPrefix(w, "W5"):
 				sys = append(sys, s)
-			case !slices.Contains(timerSystems, s) && !slices.Contains(overloadSystems, s) && !slices.Contains(scalingSystems, s) && !slices.Contains(levelSystems, s) && s != floorSystem:
+			case !slices.Contains(timerSystems, s) && !slices.Contains(overloadSystems, s) && !slices.Contains(scalingSystems, s) && !slices.Contains(levelSystems, s) && !slices.Contains(w8Systems, s) && s != floorSystem:
 				return nil, fmt.Errorf("unknown system %q", s)
 			}
 		}
@@ -290,7 +324,7 @@ func makePlan(workloads, systems string, runs int, p params) ([]job, error) {
 			variants = levelKeys(p)
 		case "W6sweep":
 			variants = levelRates(p) // as W5sweep
-		case "W7":
+		case "W7", "W8":
 			variants = scalingGoroutines(p)
 		}
 		for _, v := range variants {
@@ -324,17 +358,11 @@ func execute(plan []job, p params) (map[key][]result, error) {
 		cmd := exec.Command(exe, j.args(p)...)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, os.Stderr
-		if j.workload == "soak" {
-			cmd.Stdout = os.Stdout
-		}
 		if err := cmd.Run(); err != nil {
 			return nil, fmt.Errorf("%s %s %v: %w", j.workload, j.system, j.args(p), err)
 		}
 		fmt.Fprintf(os.Stderr, "[%d/%d %s] %s %s%s run %d: %.1fs\n", i+1, len(plan),
 			time.Since(start).Round(time.Second), j.workload, j.system, variantText(j), j.run+1, time.Since(t0).Seconds())
-		if j.workload == "soak" {
-			continue
-		}
 		var r result
 		if err := json.Unmarshal(out.Bytes(), &r); err != nil {
 			return nil, fmt.Errorf("%s %s: bad child output %q: %w", j.workload, j.system, out.String(), err)
@@ -356,7 +384,7 @@ func variantText(j job) string {
 		return fmt.Sprintf(" rate=%d/s", j.variant)
 	case "W5keys", "W6":
 		return fmt.Sprintf(" keys=%d", j.variant)
-	case "W7":
+	case "W7", "W8":
 		return fmt.Sprintf(" G=%d", j.variant)
 	}
 	return ""

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -13,11 +14,14 @@ import (
 // line, and RESULTS.md's first sentence, so that a figure copied anywhere
 // can be dated by its commit and machine.
 type meta struct {
-	Commit  string `json:"commit"`  // the checkout's commit, "-dirty" if it had changes
-	Machine string `json:"machine"` // CPUs, model, kernel
-	Go      string `json:"go"`      // the Go version and GOMAXPROCS
-	Date    string `json:"date"`    // UTC, of the run
-	Command string `json:"command"` // how the bench was started
+	// Workloads are the workloads this meta is for, when a run was merged
+	// into an earlier one (-merge); empty for the run the rest are from.
+	Workloads []string `json:"workloads,omitempty"`
+	Commit    string   `json:"commit"`  // the checkout's commit, "-dirty" if it had changes
+	Machine   string   `json:"machine"` // CPUs, model, kernel
+	Go        string   `json:"go"`      // the Go version and GOMAXPROCS
+	Date      string   `json:"date"`    // UTC, of the run
+	Command   string   `json:"command"` // how the bench was started
 }
 
 // newMeta describes this run.
@@ -29,6 +33,49 @@ func newMeta() meta {
 		Date:    time.Now().UTC().Format("2006-01-02"),
 		Command: "go -C bench run . " + strings.Join(os.Args[1:], " "),
 	}
+}
+
+// metas are the metas of a results file: the main run's, and those of
+// workloads merged into it since.
+type metas []meta
+
+// main returns the main run's meta.
+func (ms metas) main() meta {
+	for _, m := range ms {
+		if len(m.Workloads) == 0 {
+			return m
+		}
+	}
+	if len(ms) > 0 {
+		return ms[0]
+	}
+	return meta{}
+}
+
+// of returns the meta of a workload merged in later, if it was.
+func (ms metas) of(workload string) (meta, bool) {
+	for _, m := range ms {
+		if slices.Contains(m.Workloads, workload) {
+			return m, true
+		}
+	}
+	return meta{}, false
+}
+
+// merged returns ms with the workloads of m, a run merged in now, moved to
+// m's meta.
+func (ms metas) merged(m meta) metas {
+	var out metas
+	for _, old := range ms {
+		if len(old.Workloads) > 0 {
+			old.Workloads = slices.DeleteFunc(slices.Clone(old.Workloads), func(w string) bool { return slices.Contains(m.Workloads, w) })
+			if len(old.Workloads) == 0 {
+				continue
+			}
+		}
+		out = append(out, old)
+	}
+	return append(out, m)
 }
 
 // String is RESULTS.md's first sentence.

@@ -49,7 +49,7 @@ func metricNames(rs []result) []string {
 	return names
 }
 
-func report(res map[key][]result, m meta, p params, jsonPath, mdPath, chartDir string) error {
+func report(res map[key][]result, ms metas, p params, jsonPath, mdPath, chartDir string) error {
 	keys := make([]key, 0, len(res))
 	for k := range res {
 		keys = append(keys, k)
@@ -65,11 +65,11 @@ func report(res map[key][]result, m meta, p params, jsonPath, mdPath, chartDir s
 		return a.system < b.system
 	})
 	if jsonPath != "" {
-		if err := writeJSON(jsonPath, m, keys, res); err != nil {
+		if err := writeJSON(jsonPath, ms, keys, res); err != nil {
 			return err
 		}
 	}
-	md := markdown(m, keys, res, p)
+	md := markdown(ms, keys, res, p)
 	fmt.Print(md)
 	if mdPath != "" {
 		if err := os.WriteFile(mdPath, []byte(md), 0o644); err != nil {
@@ -82,13 +82,13 @@ func report(res map[key][]result, m meta, p params, jsonPath, mdPath, chartDir s
 	return nil
 }
 
-// load rebuilds per-run results, and the run's meta, from a file written by
-// writeJSON.
-func load(path string) (map[key][]result, meta, error) {
-	var m meta
+// load rebuilds per-run results, and the run's metas, from a file written
+// by writeJSON.
+func load(path string) (map[key][]result, metas, error) {
+	var ms metas
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, m, err
+		return nil, ms, err
 	}
 	defer f.Close()
 	res := map[key][]result{}
@@ -101,10 +101,10 @@ func load(path string) (map[key][]result, meta, error) {
 			Runs                     []float64
 		}
 		if err := dec.Decode(&o); err != nil {
-			return nil, m, fmt.Errorf("%s: %w", path, err)
+			return nil, ms, fmt.Errorf("%s: %w", path, err)
 		}
 		if o.Meta != nil {
-			m = *o.Meta
+			ms = append(ms, *o.Meta)
 			continue
 		}
 		k := key{o.Workload, o.Variant, o.System}
@@ -115,18 +115,20 @@ func load(path string) (map[key][]result, meta, error) {
 			res[k][i].Metrics[o.Metric] = v
 		}
 	}
-	return res, m, nil
+	return res, ms, nil
 }
 
-func writeJSON(path string, m meta, keys []key, res map[key][]result) error {
+func writeJSON(path string, ms metas, keys []key, res map[key][]result) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
 	w := bufio.NewWriter(f)
 	enc := json.NewEncoder(w)
-	if err := enc.Encode(map[string]meta{"meta": m}); err != nil {
-		return err
+	for _, m := range ms {
+		if err := enc.Encode(map[string]meta{"meta": m}); err != nil {
+			return err
+		}
 	}
 	for _, k := range keys {
 		for _, m := range metricNames(res[k]) {
@@ -157,7 +159,10 @@ var headline = map[string][]struct {
 	"W2p": {{"pair_ns", "ns per pair (wall, all goroutines)", true}, {"pair_bytes", "B/pair", false}, {"pair_allocs", "allocs/pair", false}},
 	"W3":  {{"idle_cpu_s", "idle CPU s", true}, {"idle_s", "over s", false}},
 	"W4":  {{"late_p50_ms", "p50 ms", false}, {"late_p99_ms", "p99 ms", true}, {"late_p999_ms", "p99.9 ms", true}, {"late_max_ms", "max ms", false}, {"early_pct", "fired early %", false}},
-	"W5":  {{"completed_pct", "completed % (≈40 expected)", false}, {"expired_pct", "expired %", false}, {"lost", "lost", false}, {"ended_twice", "ended twice", false}, {"cpu_s", "CPU s", true}, {"peak_rss_mb", "peak RSS MB", true}, {"lag_p50_ms", "completion lag p50 ms", false}, {"lag_p99_ms", "lag p99 ms", true}, {"lag_p999_ms", "lag p99.9 ms", true}, {"arrivals_behind_ms", "arrivals behind ms", false}},
+	"soak": {{"minutes", "minutes", false}, {"rate", "requests/s", false}, {"live_heap_mb", "live heap MB (median)", false}, {"live_heap_slope_mb_min", "live heap MB/min", false}, {"live_heap_slope_se", "± (s.e.)", false},
+		{"live_heap_b_per_req", "B per request (bound 0.02)", false}, {"goroutines", "goroutines (median)", false}, {"goroutine_slope_min", "goroutines/min (bound 0.5)", false}, {"goroutine_slope_se", "± (s.e.)", false},
+		{"peak_rss_mb", "peak RSS MB", false}, {"lost", "lost", false}, {"ended_twice", "ended twice", false}},
+	"W5": {{"completed_pct", "completed % (≈40 expected)", false}, {"expired_pct", "expired %", false}, {"lost", "lost", false}, {"ended_twice", "ended twice", false}, {"cpu_s", "CPU s", true}, {"peak_rss_mb", "peak RSS MB", true}, {"lag_p50_ms", "completion lag p50 ms", false}, {"lag_p99_ms", "lag p99 ms", true}, {"lag_p999_ms", "lag p99.9 ms", true}, {"arrivals_behind_ms", "arrivals behind ms", false}},
 }
 
 var descriptions = map[string]string{
@@ -172,6 +177,8 @@ var descriptions = map[string]string{
 	"W5keys":  "W5 at 100,000 requests/s for 5 s over 100 to 100,000 keys: 800 to 0.8 operations pending per key",
 	"W7":      "scaling: G goroutines each loop one operation for 1.5 s with 100,000 timers (or operations) parked first: an add+stop pair on a timer (wheel: AfterFunc+Stop; owned: Reset+Stop of a Timer in a record of the goroutine's own; stdlib: time.AfterFunc+Stop), or an operation added to a purgatory and completed by a check of its key (on a key of the goroutine's own; -shared: on 16 keys that every goroutine shares in turn)",
 	"W6":      "threshold: requests arrive at 100,000/s for 10 s, each on a key drawn from K, and wait until the key's level reaches the level at their arrival plus a need drawn from U[1, 2.5 × what a key gains per second]; timeout 1 s; 100,000 level moves/s (100 per 1 ms slot), each raising a random key's level by U[1, 1999], until 1 s after the last arrival. purgatory-level watches at levels and calls Advance per move; purgatory and naive try every watcher of the key per move; naive-heap is naive with a min-heap of targets per key. One goroutine makes the moves and calls the system for each, so a system that falls behind delays the levels too. Expected % is what an ideal system completes given the moves as made (its key reached its target within its timeout); lag counts from the due time of the move that reached a request's target",
+	"soak":    "a steady purgatory load (W5's, on 1,000 keys) for a long run: after the warm-up, the live heap after a garbage collection and the goroutines are read at fixed intervals, and a least-squares line through them gives how fast each grows; the soak fails past the bounds in soak.go (bench/README.md)",
+	"W8":      "add+complete, the loop a broker runs most: G goroutines each loop for 2 s adding an operation that cannot complete yet on a key of their own, with a timeout drawn from U[1 s, 10 s), then marking it ready and checking its key, which completes it; 100,000 operations parked first on 1 h timeouts under 1,000 other keys. purgatory: a new operation per request; purgatory-reused: operations from a sync.Pool, put back in Recycle; lean: the leanest hand-written version (one mutex, a map of watch lists, a time.AfterFunc per operation whose callback only marks it ended; a check ends the ready ones under the lock and compacts the list); lean-pooled: lean with a sync.Pool of operations, each Resetting one time.Timer; naive: W5's. Own allocations and bytes leave out the caller's one operation; the collector's share is of all the process's CPU (runtime/metrics), its mark assists and idle marking apart",
 	"W6sweep": "W6 over 1,000 keys at rising request rates, 5 s each; a system stops after the first rate at which a run could not keep up (lag p50 under 10 ms and the completed share within 1 point of the expected share)",
 	"W5over":  "W5 for 5 s at 325,000 and 450,000 requests/s, about 1.5 and 2 times the highest rate naive keeps up with (overload for both); purgatory-shed is the purgatory with WithMaxDelayed(150,000), which answers what it cannot park at once (Shed); purgatory-admit has WithMaxDelayed(100,000) and waits in Admit before each add until there is room (backpressure), counting the wait against the request's timeout. Arrivals run in an open loop: the generator queues each request on time and never waits for the system, a goroutine hands them to the system as fast as it takes them, and a request's timeout and event count from when it was due. Goodput is requests completed by that deadline per second offered; intake late is how long after they were due the system took them (sampled); arrivals late is how late the generator itself ran",
 }
@@ -186,17 +193,20 @@ func reference(workload string) string {
 	if workload == "W7" {
 		return "itself at G=1, and stdlib or naive"
 	}
+	if workload == "W8" {
+		return "lean"
+	}
 	return "stdlib"
 }
 
-func markdown(m meta, keys []key, res map[key][]result, p params) string {
+func markdown(ms metas, keys []key, res map[key][]result, p params) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Benchmark results\n\n%s\n", m)
+	fmt.Fprintf(&b, "# Benchmark results\n\n%s\n", ms.main())
 	if p.quick {
 		b.WriteString("\n**-quick run: sizes are a hundredth of DESIGN.md's; not for comparison.**\n")
 	}
 	runsOf := func(k key) int { return len(res[k]) }
-	for _, w := range allWorkloads {
+	for _, w := range append(slices.Clone(allWorkloads), "soak") {
 		var ks []key
 		for _, k := range keys {
 			if k.workload == w {
@@ -206,8 +216,12 @@ func markdown(m meta, keys []key, res map[key][]result, p params) string {
 		if len(ks) == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "\n## %s\n\n%s. Medians of %d process(es) per system; ratios are to `%s` in the same run.\n\n",
-			w, descriptions[w], runsOf(ks[0]), reference(w))
+		fmt.Fprintf(&b, "\n## %s\n\n", w)
+		if m, ok := ms.of(w); ok {
+			fmt.Fprintf(&b, "This section is of another run, merged in: %s\n\n", m)
+		}
+		fmt.Fprintf(&b, "%s. Medians of %d process(es) per system; ratios are to `%s` in the same run.\n\n",
+			descriptions[w], runsOf(ks[0]), reference(w))
 		switch w {
 		case "W2sweep":
 			sweepTable(&b, ks, res, "parked timers", "pair_ns", "ns per pair")
@@ -237,6 +251,17 @@ func markdown(m meta, keys []key, res map[key][]result, p params) string {
 			}
 			ratioTable(&b, ks, res, "cpu_us_per_req", "CPU per request", "naive-heap")
 			ratioTable(&b, ks, res, "peak_rss_mb", "peak RSS", "purgatory")
+			continue
+		case "W8":
+			for _, m := range []struct{ metric, title string }{
+				{"ns_per_op", "ns per add+complete (wall, all goroutines)"}, {"ops_per_cpu_s", "add+completes per CPU-second"}, {"cores", "cores busy"},
+				{"own_allocs_per_op", "the system's own allocations per add+complete"}, {"own_bytes_per_op", "the system's own bytes per add+complete"},
+				{"gc_cpu_pct", "collector's share of CPU %"}, {"gc_assist_pct", "of which mark assists %"}, {"gc_idle_mark_pct", "of which idle marking %"},
+			} {
+				sweepTable(&b, ks, res, "goroutines", m.metric, m.title)
+				b.WriteString("\n")
+			}
+			w8Table(&b, res)
 			continue
 		case "W7":
 			sweepTable(&b, ks, res, "goroutines", "mops_per_s", "millions of operations per second, all goroutines")
@@ -346,6 +371,25 @@ func scalingTable(b *strings.Builder, ks []key, res map[key][]result) {
 			fmt.Fprintf(b, " %s× |", format(v))
 		}
 		b.WriteString("\n")
+	}
+}
+
+// w8Table is W8's headline: the purgatory's ns per add+complete against the
+// lean version's at each G (fresh against fresh, reused against pooled), and
+// its throughput at G=2 against G=1.
+func w8Table(b *strings.Builder, res map[key][]result) {
+	at := func(g int, s, metric string) float64 { return median(values(res[key{"W8", g, s}], metric)) }
+	fmt.Fprintf(b, "ns per add+complete against lean's at the same G (medians):\n\n| system / peer | G=1 | G=2 | G=4 | G=8 |\n|---|---|---|---|---|\n")
+	for _, pr := range [][2]string{{"purgatory", "lean"}, {"purgatory-reused", "lean-pooled"}, {"purgatory-reused", "lean"}, {"naive", "lean"}} {
+		fmt.Fprintf(b, "| %s / %s |", pr[0], pr[1])
+		for _, g := range []int{1, 2, 4, 8} {
+			fmt.Fprintf(b, " %s× |", format(at(g, pr[0], "ns_per_op")/at(g, pr[1], "ns_per_op")))
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(b, "\nThroughput at G=2 against G=1 (medians):\n\n| system | G=2 / G=1 |\n|---|---|\n")
+	for _, s := range w8Systems {
+		fmt.Fprintf(b, "| %s | %s× |\n", s, format(at(1, s, "ns_per_op")/at(2, s, "ns_per_op")))
 	}
 }
 

@@ -31,6 +31,7 @@ type traffic struct {
 	d           delayed
 	keys        int              // requests are spread over this many keys
 	onCompleted func(r *request) // if not nil, called as each completion is counted
+	onArrival   func()           // if not nil, called by the arrivals goroutine as each request is made
 	open        *intake          // open loop: the queue to the adder; nil otherwise
 
 	begin    time.Time
@@ -43,11 +44,12 @@ type traffic struct {
 	behind                                 atomic.Int64 // how late the last arrival was, ns
 	// lateArrivals samples how late arrivals were sent (every
 	// arrivalSample-th one), written by the arrivals goroutine only; span
-	// is when the last one was sent.
-	lateArrivals []time.Duration
+	// is when the last one was sent. A histogram, so that a long run's
+	// samples take no more memory than a short one's.
+	lateArrivals durations
 	// lateIntake samples, open loop, how long after they were due the
 	// system took requests; written by the adder only.
-	lateIntake []time.Duration
+	lateIntake durations
 	span       time.Duration
 	cursor     atomic.Int64 // the next slot the event goroutine takes; written under mu
 	mu         sync.Mutex
@@ -93,9 +95,12 @@ func (t *traffic) arrivals(n int, length time.Duration, seed uint64) {
 		}
 		sent := t.elapsed()
 		if i%arrivalSample == 0 {
-			t.lateArrivals = append(t.lateArrivals, max(sent-at, 0))
+			t.lateArrivals.add(sent - at)
 		}
 		r := &request{traffic: t, key: rng.IntN(t.keys), due: at}
+		if t.onArrival != nil {
+			t.onArrival()
+		}
 		if rng.Float64() < w5EventShare {
 			// Closed loop, the event is due after the request is sent, not
 			// after it was meant to be: a system that holds back its own
@@ -142,7 +147,7 @@ func (t *traffic) adder() {
 		for _, r := range batch {
 			now := t.elapsed()
 			if i%arrivalSample == 0 {
-				t.lateIntake = append(t.lateIntake, now-r.due)
+				t.lateIntake.add(now - r.due)
 			}
 			i++
 			t.added.Add(1)

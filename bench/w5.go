@@ -249,8 +249,6 @@ func w5(d delayed, rate, keys int, length time.Duration, open bool) result {
 	if lagMs(0.5) < 10 && math.Abs(completedPct-w5Expected) <= 1 {
 		keepsUp = 1
 	}
-	slices.Sort(t.lateArrivals)
-	lateMs := func(q float64) float64 { return quantileMs(t.lateArrivals, q) }
 	m := map[string]float64{
 		"rate":                float64(rate),
 		"keys":                float64(keys),
@@ -265,8 +263,8 @@ func w5(d delayed, rate, keys int, length time.Duration, open bool) result {
 		"lag_p99_ms":          lagMs(0.99),
 		"lag_p999_ms":         lagMs(0.999),
 		"arrivals_behind_ms":  float64(t.behind.Load()) / 1e6,
-		"arrival_late_p99_ms": lateMs(0.99),
-		"arrival_late_max_ms": lateMs(1),
+		"arrival_late_p99_ms": t.lateArrivals.quantileMs(0.99),
+		"arrival_late_max_ms": t.lateArrivals.quantileMs(1),
 		// Goodput counts requests completed (before their timeout, or they
 		// would have expired) per second of the time it took to send them
 		// all: a system whose slowness held its arrivals back is not paid
@@ -278,10 +276,9 @@ func w5(d delayed, rate, keys int, length time.Duration, open bool) result {
 		"keeps_up":       keepsUp,
 	}
 	if open {
-		slices.Sort(t.lateIntake)
-		m["intake_late_p50_ms"] = quantileMs(t.lateIntake, 0.5)
-		m["intake_late_p99_ms"] = quantileMs(t.lateIntake, 0.99)
-		m["intake_late_max_ms"] = quantileMs(t.lateIntake, 1)
+		m["intake_late_p50_ms"] = t.lateIntake.quantileMs(0.5)
+		m["intake_late_p99_ms"] = t.lateIntake.quantileMs(0.99)
+		m["intake_late_max_ms"] = t.lateIntake.quantileMs(1)
 	}
 	for i, q := range latenessQuantiles { // the lag's distribution, for the chart
 		m[lagQuantileMetric(i)] = lagMs(q)

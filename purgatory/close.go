@@ -45,7 +45,7 @@ func (p *Purgatory[K]) Close() {
 	p.detachWheel()
 	p.watchers.each(func(ops []entry) {
 		for _, e := range ops {
-			p.core.closeRecovering(e.op)
+			p.core.closeRecovering(e)
 		}
 	})
 	if p.ownsWheel {

@@ -2,6 +2,7 @@ package purgatory_test
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -105,4 +106,54 @@ func ExamplePurgatory_Advance() {
 	// high watermark 250: 1 completed
 	// offset 300: completed
 	// high watermark 400: 1 completed
+}
+
+// fetch is a long poll kept in a sync.Pool across requests: the purgatory
+// hands it back through Recycle once it is done with each use.
+type fetch struct {
+	purgatory.Op
+	ready  *atomic.Bool
+	answer chan purgatory.Outcome // room for one answer: OnComplete never waits
+	pool   *sync.Pool
+}
+
+func (f *fetch) TryComplete() bool { return f.ready.Load() }
+func (f *fetch) OnComplete()       { f.answer <- f.Outcome() }
+func (f *fetch) OnExpiration()     {}
+func (f *fetch) Recycle()          { f.pool.Put(f) } // nothing of the use runs any more
+
+// Operations reused from a pool: each request takes one, sets what its use
+// needs, and passes it; the purgatory puts it back (Recycle) once it is done
+// with it, so a service allocates nothing per request.
+func ExampleRecycler() {
+	p, err := purgatory.New[string]("fetch")
+	if err != nil {
+		panic(err)
+	}
+	defer p.Close()
+
+	var pool sync.Pool
+	var ready atomic.Bool
+	get := func() *fetch {
+		if f, ok := pool.Get().(*fetch); ok {
+			return f
+		}
+		return &fetch{ready: &ready, answer: make(chan purgatory.Outcome, 1), pool: &pool}
+	}
+	for request := range 3 {
+		f := get()
+		f.Timeout = time.Second
+		ready.Store(false)
+		p.TryCompleteElseWatch(f, "topic-0")
+		ready.Store(true) // the bytes arrived
+		p.CheckAndComplete("topic-0")
+		fmt.Printf("request %d: %v\n", request, <-f.answer) // f may be in use again from here: read what you need first
+	}
+	fmt.Printf("added %d\n", p.Stats().Added)
+
+	// Output:
+	// request 0: completed
+	// request 1: completed
+	// request 2: completed
+	// added 3
 }

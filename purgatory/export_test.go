@@ -24,7 +24,7 @@ func (p *Purgatory[K]) ListsAtRest() error {
 func (sh *shard[K]) atRest() error {
 	empty := 0
 	for key, l := range sh.lists {
-		if w := l.walking.Load(); w != 0 {
+		if w := l.walking.Load(); w&^listLeveled != 0 {
 			return fmt.Errorf("key %v: walk word %b with no walk under way", key, w)
 		}
 		dead := 0
@@ -33,7 +33,7 @@ func (sh *shard[K]) atRest() error {
 			if e.impl.mustEmbedPurgatoryOp() != e.op {
 				return fmt.Errorf("key %v: an entry's operation is not its impl's", key)
 			}
-			if e.op.ended() {
+			if !e.live() {
 				dead++
 			}
 		}
@@ -54,8 +54,8 @@ func (sh *shard[K]) atRest() error {
 				return fmt.Errorf("key %v: an operation waits for level %d, reached (%d)", key, levels[i].Key, l.lv.high)
 			}
 		}
-		if l.leveled.Load() != (len(levels) > 0) {
-			return fmt.Errorf("key %v: leveled is %v with %d waiting for a level", key, l.leveled.Load(), len(levels))
+		if l.leveled() != (len(levels) > 0) {
+			return fmt.Errorf("key %v: leveled is %v with %d waiting for a level", key, l.leveled(), len(levels))
 		}
 		if l.vacant() {
 			empty++
@@ -78,7 +78,7 @@ func (p *Purgatory[K]) LevelsHeld(key K) (live, held int) {
 		return 0, 0
 	}
 	for _, e := range l.waiting() {
-		if !e.Value.op.ended() {
+		if e.Value.live() {
 			live++
 		}
 	}

@@ -19,8 +19,12 @@ import (
 // purgatory in fake time, and on a model of plain structs, and requires the
 // same outcome for every operation, the same counts from CheckAndComplete and
 // CancelForKey and ForceCompleteForKey (when no panic cut them short), the same panics and the same
-// Stats. At the end every key must still be free and, after Close, the books
-// must balance with nothing delayed or watched.
+// Stats. An operation that has ended is passed again as a new use (its
+// callbacks have returned by the next step): the model starts it afresh, and
+// each use the purgatory is done with must be recycled exactly once, after it
+// ends and before the operation is passed again. At the end every key must
+// still be free and, after Close, the books must balance with nothing delayed
+// or watched.
 func FuzzPurgatory(f *testing.F) {
 	f.Add([]byte{0, 0, 0x13, 1, 0, 0, 2, 0, 0, 5, 7, 0})
 	f.Add([]byte{0, 1, 0x2f, 0, 2, 0x71, 4, 1, 0, 3, 2, 0, 5, 5, 0, 5, 5, 0})
@@ -32,6 +36,9 @@ func FuzzPurgatory(f *testing.F) {
 	f.Add([]byte{7, 0, 0x21, 7, 1, 0x43, 1, 0, 0, 8, 0, 1, 8, 0, 3, 1, 1, 0, 8, 1, 9, 2, 1, 0, 8, 1, 2})
 	// A whole key forced, with a panic armed in one OnComplete.
 	f.Add([]byte{0, 0, 0x11, 0, 4, 0x13, 6, 4, 1, 4, 0, 1, 4, 0, 1, 2, 0, 0})
+	// An operation used again: completed at once, then parked and completed
+	// by a check, then expired, then used once more.
+	f.Add([]byte{1, 0, 0, 0, 0, 0x11, 0, 0, 0x11, 1, 0, 0, 2, 0, 0, 0, 0, 0x13, 5, 7, 0, 5, 7, 0, 0, 0, 0x12, 4, 1, 1})
 	f.Fuzz(func(t *testing.T, prog []byte) {
 		synctest.Test(t, func(t *testing.T) {
 			runModel(t, prog)
@@ -50,6 +57,8 @@ type modelOp struct {
 	outcome  purgatory.Outcome
 	counted  bool  // added to the purgatory while pending, so Stats count it
 	panicIn  int32 // the callback armed to panic once, as testkit.Op.PanicIn
+	bound    bool  // a TryCompleteElseWatch took it: it may be used again once ended
+	recycled int32 // uses that ended, were counted, and so must be recycled
 }
 
 func runModel(t *testing.T, prog []byte) {
@@ -81,6 +90,7 @@ func runModel(t *testing.T, prog []byte) {
 		if !m.counted {
 			return panicked
 		}
+		m.recycled++
 		switch o {
 		case purgatory.Completed:
 			want.Completed++
@@ -161,8 +171,13 @@ func runModel(t *testing.T, prog []byte) {
 		m, op := &model[id], ops[id]
 		switch kind {
 		case 0, 7: // add, with keys from a bit mask and a timeout of 10–80 ms; 7: at levels (b>>4)+k
-			if m.added {
-				continue
+			switch {
+			case m.added && m.bound && (m.outcome != purgatory.Pending || !m.counted):
+				// Ended (or withdrawn): its next use, a new one.
+				m.keys, m.levels, m.ready, m.outcome, m.counted = nil, nil, false, purgatory.Pending, false
+				op.Ready.Store(false)
+			case m.added:
+				continue // pending, or forced before it was ever added
 			}
 			mask := b%15 + 1
 			var keys []int
@@ -188,8 +203,9 @@ func runModel(t *testing.T, prog []byte) {
 			switch {
 			case m.outcome != purgatory.Pending: // forced before it was added
 			case fires(m, testkit.PanicTry): // the first try panics: the call is undone
-				wantPanic = true
+				wantPanic, m.bound = true, true
 			default:
+				m.bound = true
 				m.counted = true
 				want.Added++
 				if m.ready {
@@ -284,6 +300,9 @@ func runModel(t *testing.T, prog []byte) {
 		for i, mm := range model {
 			if got := ops[i].Outcome(); got != mm.outcome {
 				t.Fatalf("step %d: operation %d is %v, model %v", pc/3, i, got, mm.outcome)
+			}
+			if got := ops[i].Recycled.Load(); got != mm.recycled {
+				t.Fatalf("step %d: operation %d recycled %d times, model %d", pc/3, i, got, mm.recycled)
 			}
 			if mm.counted && mm.outcome == purgatory.Pending {
 				want.Delayed++

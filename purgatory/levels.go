@@ -40,8 +40,9 @@ const noLevel = math.MinInt64
 // of entries by the level each waits for (the one heap type the wheel's
 // current tick uses too).
 type levelState struct {
-	levels minheap.Heap[entry]
-	high   int64 // the highest level Advance reported; noLevel before
+	levels    minheap.Heap[entry]
+	high      int64 // the highest level Advance reported; noLevel before
+	finishing []*Op // solo uses over, to finish when the walk leaves (deferFinish)
 }
 
 // filter keeps the entries of operations that have not ended, and restores
@@ -50,7 +51,7 @@ func (lv *levelState) filter() int {
 	s := lv.levels
 	live := s[:0]
 	for _, e := range s {
-		if !e.Value.op.ended() {
+		if e.Value.live() {
 			live = append(live, e)
 		}
 	}

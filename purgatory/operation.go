@@ -3,7 +3,6 @@ package purgatory
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/purgatory-go/purgatory/timingwheel"
@@ -52,10 +51,11 @@ type Operation interface {
 
 // An operation's life, in one place (the manner of runtime/time.go).
 //
-// Op.state is one word, read and written only in state.go, by
-// compare-and-swap: the Outcome, the try (a turn, turn.go: trying and
-// again), solo and locker. Each bit's invariants are on its constant there.
-// Its states, and who moves between them:
+// Op.state is one word, read and written only in state.go, by atomic
+// moves: the use's generation, its Outcome, the try (a turn, turn.go:
+// trying and again), the flags (solo, locker, recycler, bound) and the pins.
+// Each bit's invariants are on its constant there. A use's states, and who
+// moves between them:
 //
 //	Pending              no outcome, no try running. acquire may take the
 //	                     try bit; claim may set an outcome.
@@ -72,6 +72,24 @@ type Operation interface {
 //	Pending|solo         watched under one key, and TryCompleteElseWatch has
 //	                     let go: only that key's walk tries it, without the
 //	                     try bit, and claims Completed if it passes.
+//	over                 ended, no try bit held, no pin: nothing of the use
+//	                     can run any more (its callbacks have returned, its
+//	                     timeout and context callbacks will not run or have
+//	                     run, no walk can be trying it). The move that leaves
+//	                     it so finishes the use (Recycle); bind may then start
+//	                     the next use, generation + 1.
+//
+// The pins, each set only while the use is pending and cleared once: the
+// claim's (ending, until the winner's complete has run the callbacks), the
+// timeout's (armed, until a Stop prevents the fire or the fire has run), the
+// context's (until its stop prevents the callback or the callback has run),
+// and walked (a solo use ended by another path while a walk of its key may be
+// trying it without the try bit: until that walk leaves the key). So a stale
+// timeout, context callback or walk of a use never meets the next use: the
+// timer and the context callback cannot outlive the use that armed them, and
+// a watch-list entry, which may outlive it until its list compacts, carries
+// its generation, which every walk and every entry's path (Close,
+// CancelForKey, ForceCompleteForKey) compares before it tries or ends.
 //
 // Why a solo operation may be tried without the try bit, step by step, for
 // an operation watched under key k alone (Kafka argues its
@@ -131,7 +149,20 @@ type Operation interface {
 // Op is the purgatory's bookkeeping for one operation, to be embedded (by
 // value) in an [Operation]. Set Timeout (and optionally Context and Locker)
 // before handing the operation to TryCompleteElseWatch; the rest is private. An
-// Op is used for one operation only and must not be copied after first use.
+// Op must not be copied after first use.
+//
+// An operation may be used again, for a new request: passed to
+// TryCompleteElseWatch once the purgatory is done with its last use, which it
+// tells a [Recycler] by calling its Recycle. A service keeps its operations
+// in a sync.Pool or a free list that way and allocates none per request.
+// Reset the embedding operation's own fields, and Timeout, Context and
+// Locker as needed, before passing it again; the purgatory resets its own. A
+// use's Outcome stays readable until the next one starts. An operation's later
+// uses go to the purgatory of its first (passing it to another panics), and
+// passing it again before its last use is over (its OnComplete still runs,
+// say) panics with a message that says what to do. Exactly once holds per
+// use: nothing of one use (its timeout, its context's callback, a walk of its
+// keys) ever ends or tries the next.
 type Op struct {
 	// Set by the user before TryCompleteElseWatch, and only read after.
 
@@ -164,21 +195,36 @@ type Op struct {
 	// Handler (opTimeout). Its methods are safe for concurrent use.
 	timer timingwheel.Timer
 
-	// Under book, which is never held while user code runs.
+	// Under book, which is never held while user code runs. A use's
+	// bind resets them while the operation is between uses.
 	book    sync.Mutex
-	done    bool        // ended or withdrawn: nothing more may be attached
-	timed   bool        // timer is armed (or being armed) for Timeout
+	done    bool        // the use ended or was withdrawn: nothing more may be attached
 	first   place       // the first key's watch list: most operations watch one key
 	places  []place     // further keys' watch lists
-	stopCtx func() bool // detaches the operation from Context
+	stopCtx func() bool // detaches the use from Context
 
 	// Atomic. The one field of Op a try in CheckAndComplete reads (its watch
 	// list holds impl), state, comes last, in Op's last word, next to the
 	// embedding operation's own first fields, which TryComplete most likely
 	// reads: a try then usually touches one cache line of the operation, not
 	// two (TestLayout).
-	added atomic.Bool // set by the first TryCompleteElseWatch
-	state turn        // an Outcome, the try bits, solo and locker (state.go)
+	state turn // the use's generation and Outcome, the try bits, the flags and the pins (state.go)
+}
+
+// A Recycler is an Operation that the purgatory hands back once it is done
+// with a use of it, for a pool of operations (a sync.Pool's Put, or a free
+// list's push): Recycle runs once per use, after its callbacks have returned
+// and nothing of the use can run any more (its timeout's and context's
+// callbacks included), on the goroutine that finished it. From then on the
+// operation may be passed to TryCompleteElseWatch again. Recycle is user code:
+// if it panics, the use is over all the same, and the panic reaches the caller
+// or, on the library's goroutines, is reported as a callback's is. It does not
+// run for a use withdrawn because TryComplete panicked, nor for one ended
+// because the purgatory's wheel stopped under it (the wheel handed its
+// timeout back unfired, so that use is never over).
+type Recycler interface {
+	Operation
+	Recycle()
 }
 
 //lint:ignore U1000 called through Operation, which only embedding Op satisfies
@@ -192,23 +238,26 @@ func (o *Op) mustEmbedPurgatoryOp() *Op { return o }
 // has still ended (Forced, and counted) and the panic reaches the caller. It
 // may be called before op is handed to TryCompleteElseWatch, and from inside
 // TryComplete (though returning true there is the usual way). A nil op is a
-// misuse and panics.
+// misuse and panics. On a reused operation it ends the current use.
 func ForceComplete(op Operation) bool {
 	o := opOf(op, "ForceComplete")
 	if !o.claim(Forced) {
 		return false
 	}
-	o.complete(op, Forced)
+	o.complete(op, Forced, false)
 	return true
 }
 
-// complete runs once, after a successful claim: it detaches the operation from
-// its timer, context and watch lists, counts the outcome and runs the
-// callbacks, with no library lock held, listed meanwhile in a slot that the
-// stuck-callback watchdog samples (watchdog.go). Each callback runs even if
-// the one before it panicked; the panic then continues once they have run.
-func (o *Op) complete(impl Operation, outcome Outcome) {
-	c := o.detach()
+// complete runs once per use, after a successful claim: it detaches the
+// operation from its timer, context and watch lists, counts the outcome and
+// runs the callbacks, with no library lock held, listed meanwhile in a slot
+// that the stuck-callback watchdog samples (watchdog.go). Each callback runs
+// even if the one before it panicked; the panic then continues once they have
+// run. Then it lets go of the claim's pin (noSoloTry: see release), which may
+// finish the use.
+func (o *Op) complete(impl Operation, outcome Outcome, noSoloTry bool) {
+	c, unpin := o.detach()
+	defer o.release(endingBit|unpin, noSoloTry)
 	if c == nil {
 		callbacks(impl, outcome)
 		return
@@ -238,21 +287,27 @@ func callbacks(impl Operation, outcome Outcome) {
 	impl.OnComplete()
 }
 
-// detach marks the operation done and takes it off its timer and context, and
+// detach marks the use done and takes it off its timer and context, and
 // tells each of its watch lists that its entry there is dead. It returns the
-// purgatory's core, nil if it was never bound.
-func (o *Op) detach() *core {
+// purgatory's core, nil if the operation was never bound, and the pins whose
+// part it ended (a timeout it stopped before the fire, a context callback it
+// stopped before it ran), for the caller to let go of with its own.
+func (o *Op) detach() (c *core, unpin int64) {
 	o.book.Lock()
 	o.done = true
-	first, places, timed, stopCtx, c := o.first, o.places, o.timed, o.stopCtx, o.core
-	o.places, o.timed, o.stopCtx = nil, false, nil
+	s := o.state.Load()
+	first, places, stopCtx := o.first, o.places, o.stopCtx
+	o.places, o.stopCtx = nil, nil
+	if s&boundBit != 0 {
+		c = o.core // written before the bind that set boundBit
+	}
 	o.book.Unlock()
 
-	if timed {
-		o.timer.Stop()
+	if s&armedBit != 0 && o.timer.Stop() {
+		unpin |= armedBit // it will not fire
 	}
-	if stopCtx != nil {
-		stopCtx()
+	if stopCtx != nil && stopCtx() {
+		unpin |= ctxBit // its callback will not run
 	}
 	if first != nil {
 		first.drop()
@@ -263,46 +318,82 @@ func (o *Op) detach() *core {
 	if len(places) > 0 {
 		c.counters.addExtra(-int64(len(places)))
 	}
-	return c
+	return c, unpin
 }
 
 // withdraw undoes a TryCompleteElseWatch whose TryComplete panicked, after the
 // operation was claimed as withdrawn: it leaves nothing watched, armed or
 // counted.
 func (o *Op) withdraw() {
-	if c := o.detach(); c != nil {
+	c, unpin := o.detach()
+	defer o.release(endingBit|unpin, true)
+	if c != nil {
 		c.counters.add(-1)
 		c.madeRoom()
 	}
 }
 
-// end completes the bound operation with outcome unless it has ended already,
-// and reports whether it did.
+// end completes the current use with outcome unless it has ended already,
+// and reports whether it did. Only paths that own the current use call it
+// (its timeout, its context); see endAt.
 func (o *Op) end(outcome Outcome) bool {
 	if !o.claim(outcome) {
 		return false
 	}
-	o.complete(o.impl, outcome)
+	o.complete(o.impl, outcome, false)
 	return true
 }
 
-// bind makes the operation part of a purgatory, once: it records the
-// embedding operation and the purgatory's core. It returns false if the
-// operation had already ended (ForceComplete before it was added).
-func (o *Op) bind(impl Operation, c *core, tw *timingwheel.TimingWheel) bool {
-	o.book.Lock()
-	defer o.book.Unlock()
-	if o.done || !o.untouched() {
+// endAt is end for use g only: the paths that reach the operation through a
+// watch-list entry (Close, CancelForKey, ForceCompleteForKey).
+func (o *Op) endAt(g gen, impl Operation, outcome Outcome) bool {
+	if !o.claimAt(g, outcome) {
 		return false
 	}
-	o.impl, o.core = impl, c
+	o.complete(impl, outcome, false)
+	return true
+}
+
+// bind makes the operation's next use a use of purgatory c: its first (which
+// records the embedding operation and c, and initialises its timer on tw) or
+// a later one, once the last is over. The use starts with its try bit held,
+// for TryCompleteElseWatch's first tries. It returns false if the operation had
+// already ended before it was ever added (ForceComplete), and panics with a
+// message that says what to do for a misuse: an operation pending in a use,
+// one whose last use is not over, or one reused in another purgatory.
+func (o *Op) bind(impl Operation, c *core, tw *timingwheel.TimingWheel) bool {
+	set := tryingBit // TryCompleteElseWatch's first tries (hold)
 	if o.Locker != nil {
-		o.markLocker()
+		set |= lockerBit
 	}
-	tw.InitTimer(&o.timer, (*opTimeout)(o))
+	if _, ok := impl.(Recycler); ok {
+		set |= recyclerBit
+	}
+	if s := o.state.Load(); s == 0 { // its first use: nobody else may reach it yet
+		o.impl, o.core = impl, c
+		tw.InitTimer(&o.timer, (*opTimeout)(o))
+	} else if s&boundBit != 0 && free(s) {
+		if o.core != c {
+			panic("purgatory: operation reused in another purgatory; an operation's later uses must go to the purgatory of its first, whose wheel holds its timeout")
+		}
+		o.done, o.first, o.places = false, nil, nil // the last use is over: nobody reads these
+	}
 	if c.settings.observer != nil {
 		o.start = time.Since(c.settings.epoch)
 	}
-	c.counters.add(1)
-	return true
+	c.counters.add(1) // before the use can end and be counted
+	r := o.bindState(set)
+	switch r {
+	case bindFresh, bindReused:
+		return true
+	}
+	c.counters.add(-1)
+	switch r {
+	case bindEnded:
+		return false
+	case bindPending:
+		panic("purgatory: operation passed to TryCompleteElseWatch again while it is still pending; pass it again only once it has ended and its callbacks have returned")
+	}
+	panic("purgatory: operation passed to TryCompleteElseWatch again before the purgatory was done with its last use (its OnComplete or OnExpiration, or its timeout's or context's callback, still runs); " +
+		"put it back in your pool from Recycle (implement purgatory.Recycler), which runs once the purgatory is done with it")
 }

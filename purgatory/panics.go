@@ -18,11 +18,11 @@ func (c *core) recoverPanic(where string) {
 	}
 }
 
-// closeRecovering ends o with Outcome Closed, recovering and reporting a panic
-// from its callbacks.
-func (c *core) closeRecovering(o *Op) {
-	defer c.recoverPanic("OnComplete of an operation ended by Close")
-	o.end(Closed)
+// closeRecovering ends e's use with Outcome Closed, recovering and reporting
+// a panic from its callbacks.
+func (c *core) closeRecovering(e entry) {
+	defer c.recoverPanic("OnComplete or Recycle of an operation ended by Close")
+	e.op.endAt(e.gen, e.impl, Closed)
 }
 
 // report runs inside the deferred recovery, so the stack still shows where

@@ -92,17 +92,19 @@ func (p *Purgatory[K]) mustBeNew() {
 // on the calling goroutine) and false is returned.
 //
 // Keys repeated in one call are watched once. Misuses panic before anything
-// changes: a nil op, zero keys, an op passed to TryCompleteElseWatch before, a
-// zero op.Timeout (see Op.Timeout), or a key that cannot be hashed (such as a
-// slice in a Purgatory[any]). An op ended by ForceComplete before this call is
-// neither watched nor counted, and false is returned. After Close, op ends at
-// once with Outcome Closed (OnComplete runs on the calling goroutine) and
-// false is returned.
+// changes: a nil op, zero keys, an op still pending from an earlier call or
+// whose last use is not over (see [Op] on reuse), an op first used in another
+// purgatory, a zero op.Timeout (see Op.Timeout), or a key that cannot be
+// hashed (such as a slice in a Purgatory[any]). An op ended by ForceComplete
+// before it was ever passed here is neither watched nor counted, and false is
+// returned. After Close, op ends at once with Outcome Closed (OnComplete runs
+// on the calling goroutine) and false is returned.
 //
 // If TryComplete panics, the call is undone before the panic continues: op is
-// left unwatched, without a timeout and uncounted (and must not be passed
-// again). If OnComplete panics after this call completed op, op has ended
-// (Completed, and counted) and the panic continues.
+// left unwatched, without a timeout and uncounted (it may be passed again; its
+// Recycle does not run for the call undone). If OnComplete panics after this
+// call completed op, op has ended (Completed, and counted) and the panic
+// continues.
 func (p *Purgatory[K]) TryCompleteElseWatch(op Operation, keys ...K) bool {
 	p.mustBeNew()
 	o := opOf(op, "TryCompleteElseWatch")
@@ -163,19 +165,17 @@ func (p *Purgatory[K]) add(op Operation, o *Op, watch func() (distinct int)) boo
 	return false
 }
 
-// bind checks op and makes it the purgatory's, once. It returns false if op
-// has ended already: by ForceComplete before this call, or Closed here, after
-// Close.
+// bind checks op and starts its next use here (see Op.bind). It returns false
+// if op has ended already: by ForceComplete before it was ever added, or
+// Closed here, after Close.
 func (p *Purgatory[K]) bind(op Operation, o *Op) bool {
 	o.checkTimeout(op)
-	if !o.added.CompareAndSwap(false, true) {
-		panic("purgatory: operation passed to TryCompleteElseWatch twice; use a new operation")
-	}
 	if !o.bind(op, &p.core, p.tw) {
 		return false
 	}
 	if p.closed.Load() {
 		o.end(Closed)
+		o.abandon(false) // the try bit bind took: letting go of it ends the use
 		return false
 	}
 	return true

@@ -20,18 +20,24 @@ func (o *opTimeout) Fire() { (*Op)(o).expire() }
 
 // expire is the timeout's callback and contextDone the context's. They run on
 // goroutines the library owns, so a panic in the user's callbacks is recovered
-// and reported there (the operation has ended all the same).
+// and reported there (the operation has ended all the same). Each ends the
+// current use, which its pin (armedBit, ctxBit) keeps from being over, and
+// so from a next use, until it lets go of the pin, last.
 func (o *Op) expire() {
-	o.core.counters.inflight.Add(1)
-	defer o.core.counters.inflight.Done()
-	defer o.core.recoverPanic("an expired operation's OnComplete or OnExpiration")
+	c := o.core
+	c.counters.inflight.Add(1)
+	defer c.counters.inflight.Done()
+	defer c.recoverPanic("an expired operation's OnComplete, OnExpiration or Recycle")
+	defer o.release(armedBit, false)
 	o.end(Expired)
 }
 
 func (o *Op) contextDone() {
-	o.core.counters.inflight.Add(1)
-	defer o.core.counters.inflight.Done()
-	defer o.core.recoverPanic("OnComplete of an operation whose context was done")
+	c := o.core
+	c.counters.inflight.Add(1)
+	defer c.counters.inflight.Done()
+	defer c.recoverPanic("OnComplete or Recycle of an operation whose context was done")
+	defer o.release(ctxBit, false)
 	o.end(ContextDone)
 }
 
@@ -40,34 +46,54 @@ func (o *Op) arm() {
 	if o.Timeout != 0 && o.Timeout != NoTimeout {
 		o.armTimer()
 	}
-	if ctx := o.Context; ctx != nil {
-		o.setStopCtx(context.AfterFunc(ctx, o.contextDone))
+	if o.Context != nil {
+		o.watchContext()
 	}
 }
 
-// armTimer arms the operation's timeout and records it, or stops it again if
-// the operation ended while it was being armed.
+// armTimer arms the use's timeout, pinned (armedBit) from before it arms,
+// unless the use has ended; and stops it again if the use ended while it was
+// being armed. detach, which the winner of the claim runs, stops the timer
+// if it finds the pin: of armTimer's check after arming and detach's look at
+// the pin after the claim, on sequentially consistent atomics, one sees the
+// other, so no timer of an ended use stays armed.
 func (o *Op) armTimer() {
+	if !o.armOn(armedBit) {
+		return
+	}
 	o.timer.Reset(o.Timeout)
-	o.book.Lock()
-	done := o.done
-	o.timed = !done
-	o.book.Unlock()
-	if done {
-		o.timer.Stop()
+	if o.ended() {
+		o.stopTimer()
 	}
 }
 
-// setStopCtx records how to detach the operation from its context, or detaches
-// it at once if the operation has already ended.
-func (o *Op) setStopCtx(stop func() bool) {
+// stopTimer is armTimer's stop of the timeout of a use that ended while it
+// was being armed: it lets go of the pin if that prevented the fire; if not,
+// the fire runs (or ran) and lets go of it (expire). (detach stops it the
+// same way.) A timeout the wheel handed back unfired, because it stopped,
+// keeps its pin: that use is never over, and its operation is not recycled.
+func (o *Op) stopTimer() {
+	if o.timer.Stop() {
+		o.release(armedBit, true) // from armTimer: the use was not solo yet
+	}
+}
+
+// watchContext ties the use to its context, pinned (ctxBit) from before the
+// callback is registered, unless the use has ended; and detaches it at once
+// if the use ended meanwhile. The stop function is kept under Op.book, where
+// detach finds it.
+func (o *Op) watchContext() {
+	if !o.armOn(ctxBit) {
+		return
+	}
+	stop := context.AfterFunc(o.Context, o.contextDone)
 	o.book.Lock()
 	done := o.done
 	if !done {
 		o.stopCtx = stop
 	}
 	o.book.Unlock()
-	if done {
-		stop()
+	if done && stop() {
+		o.release(ctxBit, true) // the use ended during TryCompleteElseWatch: it was not solo yet
 	}
 }

@@ -12,22 +12,24 @@ import "sync/atomic"
 // Two words are turns: an operation's state, whose turn is the try (one
 // TryComplete at a time; its other bits, which the turn keeps, are
 // state.go's), and a watch list's walk (one walk of a key at a time).
-type turn struct{ atomic.Int32 }
+type turn struct{ atomic.Int64 }
 
 // The turn's bits, above an operation's Outcome bits (state.go).
 const (
-	turnHeld  int32 = 0x10
-	turnAgain int32 = 0x20
+	turnHeld  int64 = 0x10
+	turnAgain int64 = 0x20
+	turnBits        = turnHeld | turnAgain
 )
 
 // take takes the turn and reports whether it did. If another goroutine holds
 // it, take asks that goroutine for one more round and returns false. If the
-// word has a bit of stop set, it changes nothing and returns false.
-func (t *turn) take(stop int32) bool {
+// word has a bit of stop set, or its bits of mask are not want, it changes
+// nothing and returns false.
+func (t *turn) take(stop, mask, want int64) bool {
 	for {
 		s := t.Load()
 		switch {
-		case s&stop != 0:
+		case s&stop != 0 || s&mask != want:
 			return false
 		case s&turnHeld == 0:
 			if t.CompareAndSwap(s, s|turnHeld) {
@@ -48,19 +50,19 @@ func (t *turn) take(stop int32) bool {
 // (again); otherwise it lets go, leaving the word s&keep|set. It reports
 // whether its compare-and-swap took effect; if not, the caller reads the word
 // and decides once more.
-func (t *turn) letGo(s, keep, set int32) (swapped, again bool) {
+func (t *turn) letGo(s, keep, set int64) (swapped, again bool) {
 	if s&turnAgain != 0 {
 		return t.CompareAndSwap(s, s&^turnAgain), true
 	}
 	return t.CompareAndSwap(s, s&keep|set), false
 }
 
-// release ends the holder's turn of a word that holds nothing else, and
-// reports whether another round was asked for: then the caller still holds
-// the turn and must go round again.
+// release ends the holder's turn, keeping the word's other bits, and reports
+// whether another round was asked for: then the caller still holds the turn
+// and must go round again.
 func (t *turn) release() (again bool) {
 	for {
-		if swapped, again := t.letGo(t.Load(), 0, 0); swapped {
+		if swapped, again := t.letGo(t.Load(), ^turnBits, 0); swapped {
 			return again
 		}
 	}

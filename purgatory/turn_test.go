@@ -19,7 +19,7 @@ func TestTurnLosesNoRequest(t *testing.T) {
 		wg.Go(func() {
 			for range 5000 {
 				posted.Add(1)
-				if !tn.take(0) {
+				if !tn.take(0, 0, 0) {
 					continue // the holder goes round once more
 				}
 				for {
@@ -43,14 +43,15 @@ func TestTurnLosesNoRequest(t *testing.T) {
 func TestTurnKeepsTheWord(t *testing.T) {
 	var tn turn
 	tn.Store(0x1)
-	require.False(t, tn.take(0x1), "a stop bit is set")
+	require.False(t, tn.take(0x1, 0, 0), "a stop bit is set")
 	require.EqualValues(t, 0x1, tn.Load())
 
 	tn.Store(0x4)
-	require.True(t, tn.take(0x1))
-	require.False(t, tn.take(0x1), "held: asks for one more round")
+	require.True(t, tn.take(0x1, 0, 0))
+	require.False(t, tn.take(0x1, 0, 0), "held: asks for one more round")
 	require.EqualValues(t, 0x4|turnHeld|turnAgain, tn.Load())
-	require.False(t, tn.take(0x1), "asked already")
+	require.False(t, tn.take(0x1, 0, 0), "asked already")
+	require.False(t, tn.take(0, 0x4, 0), "a bit of mask is not as wanted")
 
 	swapped, again := tn.letGo(tn.Load(), 0x4, 0x40)
 	require.True(t, swapped)
@@ -65,8 +66,8 @@ func TestTurnKeepsTheWord(t *testing.T) {
 	require.False(t, swapped, "a stale word is not swapped")
 
 	tn.Store(0)
-	require.True(t, tn.take(0))
-	require.False(t, tn.take(0), "asked during the round")
+	require.True(t, tn.take(0, 0, 0))
+	require.False(t, tn.take(0, 0, 0), "asked during the round")
 	require.True(t, tn.release(), "so the holder goes round again")
 	require.True(t, tn.taken())
 	require.False(t, tn.release(), "nobody asked during that round")

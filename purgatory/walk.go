@@ -183,22 +183,22 @@ func (w *tryWalk) tryEach() {
 		e := w.ops[w.next]
 		w.next++
 		o, impl := e.op, e.impl
-		if o.walkOnly() { // no try bit to take (operation.go)
-			if o.check(impl) && o.claim(Completed) {
+		if o.walkOnly(e.gen) { // no try bit to take (operation.go)
+			if o.check(impl) && o.claimAt(e.gen, Completed) {
 				w.won++
-				o.complete(impl, Completed)
+				o.complete(impl, Completed, true)
 			}
 			continue
 		}
-		if !o.acquire() {
-			continue // its holder tries it once more
+		if !o.acquire(e.gen) {
+			continue // its holder tries it once more, or e is dead
 		}
 		w.holding = o
 		won := o.tryHeld(impl, o.check(impl), false)
 		w.holding = nil
 		if won {
 			w.won++
-			o.complete(impl, Completed)
+			o.complete(impl, Completed, true)
 		}
 	}
 }
@@ -229,7 +229,7 @@ func (w *endWalk) run() {
 	for w.next < len(w.ops) {
 		e := w.ops[w.next]
 		w.next++
-		if e.op.end(w.outcome) {
+		if e.op.endAt(e.gen, e.impl, w.outcome) {
 			w.ops[w.won] = e
 			w.won++
 		}
@@ -268,7 +268,7 @@ func (s *shards[K]) enter(key K, level int64, all bool) (*watchList[K], []entry)
 	if len(ops) == 0 {
 		return nil, nil
 	}
-	if !l.walking.take(0) {
+	if !l.walking.take(0, 0, 0) {
 		return nil, nil // the walk under way goes round once more
 	}
 	return l, ops
@@ -284,6 +284,7 @@ func (s *shards[K]) enter(key K, level int64, all bool) (*watchList[K], []entry)
 // too, so it reads all.
 func (l *watchList[K]) leave() ([]entry, bool) {
 	if !l.walking.release() {
+		l.finishDeferred()
 		if count := l.count.Load(); anyDead(count) {
 			l.compact(l.crowded(count))
 		}

@@ -148,7 +148,7 @@ func (s *shards[K]) remove(key K) []entry {
 	}
 	ops := slices.Clone(l.walkable())
 	l.entries, l.lv = nil, nil
-	l.leveled.Store(false)
+	l.setLeveled(false)
 	l.count.Store(0)
 	delete(sh.lists, key)
 	return ops

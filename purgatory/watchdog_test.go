@@ -111,7 +111,7 @@ func TestPurgatoryWithLogger(t *testing.T) {
 		time.Sleep(time.Second)
 		synctest.Wait()
 		require.Len(t, logged.Lines(), 1)
-		require.Contains(t, logged.String(), `level=ERROR msg="purgatory: recovered a panic from an expired operation's OnComplete or OnExpiration" panic="injected panic"`)
+		require.Contains(t, logged.String(), `level=ERROR msg="purgatory: recovered a panic from an expired operation's OnComplete, OnExpiration or Recycle" panic="injected panic"`)
 		p.Close()
 		p.TimingWheel().AfterFunc(time.Second, func() {}) // refused: the wheel logs it
 		require.Len(t, logged.Lines(), 2)

@@ -31,6 +31,11 @@ type place interface {
 	// drop counts one of the list's entries dead: its operation has ended.
 	// It is called once for each time the operation was linked there.
 	drop()
+	// walked reports whether a walk of the list is under way.
+	walked() bool
+	// deferFinish finishes o, a solo use just over that a walk of the list
+	// may still be trying, once no walk is (see Op.release).
+	deferFinish(o *Op)
 }
 
 // watchList holds the operations watched under one key. Its invariants:
@@ -38,8 +43,10 @@ type place interface {
 //   - entries is written under the shard's mutex only: appended to by link,
 //     filtered in place by compact, dropped whole by take. An operation is in
 //     a key's list at most once.
-//   - An entry is live while its operation has no outcome, and dead after;
-//     it never comes back. count holds len(entries) and how many have been
+//   - An entry is live while its operation is in the use it was made for
+//     (its generation) and that use has no outcome, and dead after; it
+//     never comes back, though its operation may, in a later use, with an
+//     entry of its own. count holds len(entries) and how many have been
 //     dropped: each operation that ends drops once from each list it was
 //     linked to (detach), and compact subtracts the dead entries it removes.
 //     The two may pass each other (compact may remove an operation whose
@@ -50,7 +57,7 @@ type place interface {
 //     therefore read the entries it was handed with no lock: entries beyond
 //     them may be appended, into the same array or a new one, but none it
 //     reads is written until it leaves.
-//   - One walk at a time: walk is a turn (turn.go), taken by enter (under
+//   - One walk at a time: walking is a turn (turn.go), taken by enter (under
 //     the mutex) and let go by leave (without it). A CheckAndComplete or
 //     Advance that finds it taken asks for one more round and returns; leave
 //     then hands the walk the entries once more rather than letting go. So no
@@ -68,20 +75,41 @@ type place interface {
 //     a heap never walked in place; reach moves those whose level is
 //     reached to entries. count covers both parts, and so does a drop.
 //     lv.high, the highest level reported, only grows, and is forgotten
-//     with the list.
+//     with the list. lv also holds the solo uses waiting for the walk to
+//     leave before they are finished (deferFinish), a rare path.
+//   - The walking word holds, beside the turn's bits, listLeveled (lv's heap
+//     holds a waiting operation: drops compact sooner; set and cleared
+//     under the mutex) and listFinishing (lv.finishing is not empty).
 //
-// The words every drop and walk touch (count, walk, leveled, entries) come
-// first, on one cache line, and a list of plain watches is as small as it
-// was before levels (one pointer more, in the padding of an int key's list):
-// W5 at 10,000 keys holds 10,000 of them.
+// The words every drop and walk touch (count, walking, entries) come first,
+// on one cache line, and a list of plain watches for an int key fits 64
+// bytes: W5 at 10,000 keys holds 10,000 of them.
 type watchList[K comparable] struct {
 	count   atomic.Int64 // len(entries)+len(levels) and the dead among them; see split
-	walking turn         // one walk at a time (turn.go); see above
-	leveled atomic.Bool  // lv holds a waiting operation: drops compact sooner (drop)
+	walking turn         // one walk at a time (turn.go), and listLeveled, listFinishing
 	entries []entry
 	lv      *levelState // nil until the key's first level watch or Advance
 	key     K
 	shard   *shard[K]
+}
+
+// The bits of the walking word beside the turn's.
+const (
+	listLeveled   int64 = 0x1
+	listFinishing int64 = 0x2
+)
+
+// leveled reports whether lv's heap holds a waiting operation.
+func (l *watchList[K]) leveled() bool { return l.walking.Load()&listLeveled != 0 }
+
+// setLeveled records whether lv's heap holds a waiting operation. The
+// caller holds the shard's mutex.
+func (l *watchList[K]) setLeveled(on bool) {
+	if on {
+		l.walking.Or(listLeveled)
+	} else {
+		l.walking.And(^listLeveled)
+	}
 }
 
 func newWatchList[K comparable](key K, sh *shard[K]) *watchList[K] {
@@ -110,16 +138,22 @@ func (l *watchList[K]) levelsMade() *levelState {
 // the list's first cache line, rather than follow lv to the heap: leveled is
 // set exactly while the heap holds an entry. The caller holds the shard's
 // mutex.
-func (l *watchList[K]) vacant() bool { return len(l.entries) == 0 && !l.leveled.Load() }
+func (l *watchList[K]) vacant() bool { return len(l.entries) == 0 && !l.leveled() }
 
-// entry is an operation in a watch list, with the Operation that embeds it.
-// The walk reads impl here, in order through the array, so the only part of
-// the operation itself that a try reads is Op's last word (state), usually on
-// the cache line TryComplete reads.
+// entry is an operation in a watch list, with the Operation that embeds it
+// and the use (generation) it was made for. The walk reads impl here, in
+// order through the array, so the only part of the operation itself that a
+// try reads is Op's last word (state), usually on the cache line TryComplete
+// reads.
 type entry struct {
 	impl Operation
 	op   *Op
+	gen  gen
 }
+
+// live reports whether the entry's use is the operation's current one and
+// pending.
+func (e entry) live() bool { return e.op.live(e.gen) }
 
 // oneEntry is one entry in watchList.count, whose high 32 bits count the
 // entries and low 32 bits the dead among them, so that a drop reads both in
@@ -142,7 +176,7 @@ func anyDead(count int64) bool {
 
 // link appends o. The caller holds the shard's mutex.
 func (l *watchList[K]) link(o *Op) {
-	l.entries = append(l.entries, entry{o.impl, o})
+	l.entries = append(l.entries, entry{o.impl, o, o.gen()})
 	l.count.Add(oneEntry)
 }
 
@@ -154,8 +188,8 @@ func (l *watchList[K]) linkAt(o *Op, level int64) {
 		l.link(o)
 		return
 	}
-	l.levelsMade().levels.Push(level, entry{o.impl, o})
-	l.leveled.Store(true)
+	l.levelsMade().levels.Push(level, entry{o.impl, o, o.gen()})
+	l.setLeveled(true)
 	l.count.Add(oneEntry)
 }
 
@@ -175,7 +209,7 @@ func (l *watchList[K]) reach(level int64) {
 		l.entries = append(l.entries, lv.levels.Pop().Value)
 	}
 	if len(lv.levels) == 0 {
-		l.leveled.Store(false)
+		l.setLeveled(false)
 	}
 }
 
@@ -215,12 +249,68 @@ func (l *watchList[K]) drop() {
 	}
 }
 
+// walked implements place.
+func (l *watchList[K]) walked() bool { return l.walking.taken() }
+
+// deferFinish implements place: it finishes o now if no walk holds the list,
+// or leaves it to the walk, which finishes it as it leaves (finishDeferred).
+// It flags the list before it looks at the turn, and the walk lets go of the
+// turn before it looks at the flag: one of the two sees the other.
+func (l *watchList[K]) deferFinish(o *Op) {
+	sh := l.shard
+	sh.mu.Lock()
+	lv := l.levelsMade()
+	lv.finishing = append(lv.finishing, o)
+	l.walking.Or(listFinishing)
+	var now []*Op
+	if !l.walking.taken() {
+		now = l.takeFinishing()
+	}
+	sh.mu.Unlock()
+	finishAll(now)
+}
+
+// takeFinishing returns the uses waiting for the walk to leave, and forgets
+// them. The caller holds the shard's mutex.
+func (l *watchList[K]) takeFinishing() []*Op {
+	l.walking.And(^listFinishing)
+	if l.lv == nil {
+		return nil
+	}
+	ops := l.lv.finishing
+	l.lv.finishing = nil
+	return ops
+}
+
+// finishDeferred finishes the uses handed to a walk that has just let go of
+// the list, if any were.
+func (l *watchList[K]) finishDeferred() {
+	if l.walking.Load()&listFinishing == 0 {
+		return
+	}
+	l.shard.mu.Lock()
+	ops := l.takeFinishing()
+	l.shard.mu.Unlock()
+	finishAll(ops)
+}
+
+// finishAll lets go of each use's walkedBit, which finishes it; a Recycle
+// that panics does not keep the rest from finishing, and the panic goes on
+// once they have.
+func finishAll(ops []*Op) {
+	if len(ops) == 0 {
+		return
+	}
+	defer finishAll(ops[1:])
+	ops[0].release(walkedBit, true)
+}
+
 // crowded reports whether a list with this count should be compacted whole:
 // its dead entries outnumber its live ones or, with a heap, are more than an
 // eighth of them. (It reads leveled only past an eighth.)
 func (l *watchList[K]) crowded(count int64) bool {
 	n, dead := split(count)
-	return 8*dead > n && (2*dead > n || l.leveled.Load())
+	return 8*dead > n && (2*dead > n || l.leveled())
 }
 
 // compact removes the dead entries (with all, from the heap too) unless a
@@ -243,7 +333,7 @@ func (l *watchList[K]) compactLocked(all bool) {
 	}
 	live := l.entries[:0]
 	for _, e := range l.entries {
-		if !e.op.ended() {
+		if e.live() {
 			live = append(live, e)
 		}
 	}
@@ -252,7 +342,7 @@ func (l *watchList[K]) compactLocked(all bool) {
 	l.entries = shrunk(live)
 	if lv := l.lv; all && lv != nil && len(lv.levels) > 0 {
 		removed += lv.filter()
-		l.leveled.Store(len(lv.levels) > 0)
+		l.setLeveled(len(lv.levels) > 0)
 	}
 	l.count.Add(-int64(removed) * (oneEntry + 1))
 	sh := l.shard

@@ -41,7 +41,9 @@ func Purgatory[K comparable](t testing.TB, name string, opts ...purgatory.Option
 
 // Op is Kafka's MockDelayedOperation: it completes once Ready is set, counts
 // its callbacks, and records the outcome OnComplete saw. It can be told to
-// call a hook in TryComplete, or to panic once in one of its callbacks.
+// call a hook in TryComplete, or to panic once in one of its callbacks. It is
+// a purgatory.Recycler that counts its recycled uses, and may be passed again
+// once a use is recycled (its counts run on across uses).
 type Op struct {
 	purgatory.Op
 	Ready     atomic.Bool
@@ -53,6 +55,7 @@ type Op struct {
 	PanicIn   atomic.Int32      // a callback that panics once: PanicTry, PanicComplete or PanicExpire
 	trying    atomic.Int32      // TryComplete calls running now
 	Overlaps  atomic.Int32      // TryComplete calls that began while another ran: must stay 0
+	Recycled  atomic.Int32      // uses the purgatory is done with (Recycle)
 }
 
 // Callbacks an Op can be told to panic in, once, after it has counted the call.
@@ -97,6 +100,9 @@ func (o *Op) OnExpiration() {
 	o.Expired.Add(1)
 	o.maybePanic(PanicExpire)
 }
+
+// Recycle counts the uses the purgatory is done with (purgatory.Recycler).
+func (o *Op) Recycle() { o.Recycled.Add(1) }
 
 // Misuse requires f to panic with a message that starts with the package
 // prefix (such as "purgatory: ") and contains want.
