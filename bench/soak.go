@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -130,15 +131,21 @@ func (s *samples) verdict(t *traffic, rate int, length time.Duration) (result, e
 	}
 	fmt.Fprintf(os.Stderr, "soak: %d added, %d completed, %d expired, %d ended twice, %d lost; live heap %+.3f MB/min (± %.3f; %.4f B per request, bound %v), goroutines %+.2f/min (± %.2f, bound %v)\n",
 		total, t.completed.Load(), t.expired.Load(), t.twice.Load(), total-t.ended.Load(), heapSlope, heapErr, perReq, maxHeapSlope, goSlope, goErr, maxGoroutineSlope)
+	var errs []error
 	switch {
 	case t.twice.Load() != 0 || t.ended.Load() != total:
-		return result{}, fmt.Errorf("soak: %d requests ended twice and %d were lost", t.twice.Load(), total-t.ended.Load())
+		errs = append(errs, fmt.Errorf("soak: %d requests ended twice and %d were lost", t.twice.Load(), total-t.ended.Load()))
 	case len(s.at) < 3:
-		return result{}, fmt.Errorf("soak: %d samples after the warm-up; run it longer", len(s.at))
-	case heapSlope-2*heapErr > maxHeapSlope*float64(rate)*60/(1<<20):
-		return result{}, fmt.Errorf("soak: the live heap grew %.3f MB a minute (± %.3f), %.4f bytes per request, past the bound of %v by more than twice its error: a leak", heapSlope, heapErr, perReq, maxHeapSlope)
-	case goSlope-2*goErr > maxGoroutineSlope:
-		return result{}, fmt.Errorf("soak: goroutines grew by %.2f a minute (± %.2f), past the bound of %v by more than twice its error: a leak", goSlope, goErr, maxGoroutineSlope)
+		errs = append(errs, fmt.Errorf("soak: %d samples after the warm-up; run it longer", len(s.at)))
+	}
+	if goSlope-2*goErr > maxGoroutineSlope {
+		errs = append(errs, fmt.Errorf("soak: goroutines grew by %.2f a minute (± %.2f), past the bound of %v by more than twice its error: a leak", goSlope, goErr, maxGoroutineSlope))
+	}
+	if heapSlope-2*heapErr > maxHeapSlope*float64(rate)*60/(1<<20) {
+		errs = append(errs, fmt.Errorf("soak: the live heap grew %.3f MB a minute (± %.3f), %.4f bytes per request, past the bound of %v by more than twice its error: a leak", heapSlope, heapErr, perReq, maxHeapSlope))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return result{}, err
 	}
 	return result{Metrics: m}, nil
 }
