@@ -1,6 +1,7 @@
 package purgatory
 
 import (
+	"reflect"
 	"testing"
 	"unsafe"
 
@@ -24,4 +25,33 @@ func TestLayout(t *testing.T) {
 	var l watchList[string]
 	require.LessOrEqual(t, unsafe.Offsetof(l.entries)+unsafe.Sizeof(l.entries), uintptr(64), "count, walk and entries, which every drop and walk touch, share the list's first cache line")
 	require.EqualValues(t, 64, unsafe.Sizeof(watchList[int]{}), "a list of an int key fits the 64-byte size class, as it did before levels")
+}
+
+// What a parked operation costs the collector: Op's size and the words of
+// it that the collector scans (issue 38). A change to either shows here.
+func TestOpScanCost(t *testing.T) {
+	require.EqualValues(t, 192, unsafe.Sizeof(Op{}), "Op's size")
+	require.Equal(t, 16, pointerWords(reflect.TypeFor[Op]()), "Op's pointer words")
+	require.EqualValues(t, 32, unsafe.Sizeof(entry{}), "a watch-list entry: impl, op, generation")
+}
+
+// pointerWords counts the words of t that hold pointers the collector scans:
+// an interface's two, a slice's or a string's data, a pointer, map, chan or
+// func.
+func pointerWords(t reflect.Type) int {
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Chan, reflect.Func, reflect.UnsafePointer, reflect.Slice, reflect.String:
+		return 1
+	case reflect.Interface:
+		return 2
+	case reflect.Array:
+		return t.Len() * pointerWords(t.Elem())
+	case reflect.Struct:
+		n := 0
+		for i := range t.NumField() {
+			n += pointerWords(t.Field(i).Type)
+		}
+		return n
+	}
+	return 0
 }

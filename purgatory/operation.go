@@ -124,15 +124,14 @@ type Operation interface {
 // lowest level first); it never goes back. Wherever it waits, its end drops
 // it there (a count; the list compacts itself), never unlinks it.
 //
-// The flags beside it:
+// Attaching and detaching, under Op.book: detach, which the winner of the
+// claim runs after the claim, reads the use's watch-list places and context
+// stop under Op.book; watch and watchContext attach under Op.book only if
+// the use has not ended. So nothing attaches to a use after its detach has
+// looked. (The timeout has its own handshake: armTimer.)
 //
-//	Op.added        set once, by the first TryCompleteElseWatch (a second
-//	                panics); never cleared.
-//	Op.done         set under Op.book by detach, which the winner of the
-//	                claim runs, before it releases the timer and the context
-//	                and drops its watch-list entries. watch, armTimer and
-//	                setStopCtx check it under Op.book, so nothing attaches
-//	                after it.
+// The flag beside it:
+//
 //	Purgatory.closed set once, by Close, before Close walks the watch lists;
 //	                TryCompleteElseWatch reads it after watching, so an
 //	                operation Close's walk missed is ended Closed there.
@@ -198,7 +197,6 @@ type Op struct {
 	// Under book, which is never held while user code runs. A use's
 	// bind resets them while the operation is between uses.
 	book    sync.Mutex
-	done    bool        // the use ended or was withdrawn: nothing more may be attached
 	first   place       // the first key's watch list: most operations watch one key
 	places  []place     // further keys' watch lists
 	stopCtx func() bool // detaches the use from Context
@@ -294,8 +292,8 @@ func callbacks(impl Operation, outcome Outcome) {
 // stopped before it ran), for the caller to let go of with its own.
 func (o *Op) detach() (c *core, unpin int64) {
 	o.book.Lock()
-	o.done = true
-	s := o.state.Load()
+	s := o.state.Load() // ended: the claim came first, so nothing attaches after this
+
 	first, places, stopCtx := o.first, o.places, o.stopCtx
 	o.places, o.stopCtx = nil, nil
 	if s&boundBit != 0 {
@@ -376,7 +374,7 @@ func (o *Op) bind(impl Operation, c *core, tw *timingwheel.TimingWheel) bool {
 		if o.core != c {
 			panic("purgatory: operation reused in another purgatory; an operation's later uses must go to the purgatory of its first, whose wheel holds its timeout")
 		}
-		o.done, o.first, o.places = false, nil, nil // the last use is over: nobody reads these
+		o.first, o.places = nil, nil // the last use is over: nobody reads these
 	}
 	if c.settings.observer != nil {
 		o.start = time.Since(c.settings.epoch)

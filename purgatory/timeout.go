@@ -88,7 +88,7 @@ func (o *Op) watchContext() {
 	}
 	stop := context.AfterFunc(o.Context, o.contextDone)
 	o.book.Lock()
-	done := o.done
+	done := o.ended()
 	if !done {
 		o.stopCtx = stop
 	}

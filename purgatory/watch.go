@@ -109,7 +109,7 @@ func (s *shards[K]) watchAt(o *Op, key K, level int64) bool {
 	sh := s.of(key)
 	o.book.Lock()
 	defer o.book.Unlock()
-	if o.done {
+	if o.ended() {
 		return false
 	}
 	sh.mu.Lock()
