@@ -1,8 +1,9 @@
 package main
 
 import (
-	"encoding/binary"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -34,14 +35,22 @@ func init() { // not a plain initializer: ApiVersions reads the table
 		kmsg.CreateTopics: {0, 7, func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) {
 			reply(b.createTopics(r.(*kmsg.CreateTopicsRequest)))
 		}},
+		kmsg.DeleteTopics: {0, 6, func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) {
+			reply(b.deleteTopics(r.(*kmsg.DeleteTopicsRequest)))
+		}},
+		kmsg.DescribeConfigs: {0, 4, func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) {
+			reply(b.describeConfigs(r.(*kmsg.DescribeConfigsRequest)))
+		}},
+		kmsg.IncrementalAlterConfigs: {0, 1, func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) {
+			reply(b.incrementalAlterConfigs(r.(*kmsg.IncrementalAlterConfigsRequest)))
+		}},
 		kmsg.InitProducerID: {0, 4, func(b *Broker, _ *conn, r kmsg.Request, reply func(kmsg.Response)) {
 			reply(b.initProducerID(r.(*kmsg.InitProducerIDRequest)))
 		}},
 
-		// The group coordinator (group.go): the classic protocol. Not
-		// the new one (ConsumerGroupHeartbeat, KIP-848), and not static
-		// membership's fencing: a group instance ID is taken as a plain
-		// member's.
+		// The group coordinator (group.go): the classic protocol, with
+		// static membership (KIP-345, static.go). Not the new protocol
+		// (ConsumerGroupHeartbeat, KIP-848).
 		kmsg.FindCoordinator: {0, 4, func(b *Broker, c *conn, r kmsg.Request, reply func(kmsg.Response)) {
 			reply(b.findCoordinator(c, r.(*kmsg.FindCoordinatorRequest)))
 		}},
@@ -57,6 +66,7 @@ func init() { // not a plain initializer: ApiVersions reads the table
 		kmsg.OffsetFetch:    {0, 7, groupAnswer((*coordinator).offsetFetch)},
 		kmsg.ListGroups:     {0, 4, groupAnswer((*coordinator).listGroups)},
 		kmsg.DescribeGroups: {0, 5, groupAnswer((*coordinator).describeGroups)},
+		kmsg.DeleteGroups:   {0, 2, groupAnswer((*coordinator).deleteGroups)},
 	}
 }
 
@@ -127,7 +137,7 @@ func (b *Broker) metadata(c *conn, req *kmsg.MetadataRequest) kmsg.Response {
 			resp.Topics = append(resp.Topics, rt)
 			continue
 		}
-		rt.TopicID = t.id
+		rt.TopicID, rt.IsInternal = t.id, t.internal
 		for _, l := range t.partitions {
 			rp := kmsg.NewMetadataResponseTopicPartition()
 			rp.Partition, rp.Leader, rp.LeaderEpoch = l.index, 0, 0
@@ -145,43 +155,77 @@ func (b *Broker) topic(name string) *topic {
 	return b.topics[name]
 }
 
+// createTopics creates each topic asked for, with its configs (configs.go):
+// one with a config the broker does not honour, or a bad value, is answered
+// INVALID_CONFIG and not created. ValidateOnly checks and creates nothing.
 func (b *Broker) createTopics(req *kmsg.CreateTopicsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	for _, t := range req.Topics {
 		rt := kmsg.NewCreateTopicsResponseTopic()
 		rt.Topic = t.Topic
-		n := int(t.NumPartitions)
-		if n == -1 {
-			n = 0 // the broker's default
+		code, msg := b.createTopicFor(t, req.ValidateOnly)
+		rt.ErrorCode = code
+		if msg != "" {
+			rt.ErrorMessage = kmsg.StringPtr(msg)
 		}
-		switch {
-		case !validTopic(t.Topic):
-			rt.ErrorCode = kerr.InvalidTopicException.Code
-		case n < 0 || n > maxPartitions:
-			rt.ErrorCode = kerr.InvalidPartitions.Code
-			rt.ErrorMessage = kmsg.StringPtr("partitions: 1 to " + strconv.Itoa(maxPartitions))
-		case t.ReplicationFactor != -1 && int(t.ReplicationFactor) != b.cfg.Replicas:
-			rt.ErrorCode = kerr.InvalidReplicationFactor.Code
-			rt.ErrorMessage = kmsg.StringPtr("this broker runs every partition with " + strconv.Itoa(b.cfg.Replicas) + " replicas; ask for that or -1")
-		case req.ValidateOnly:
-			if b.topic(t.Topic) != nil {
-				rt.ErrorCode = kerr.TopicAlreadyExists.Code
-			}
-		default:
-			created, err := b.CreateTopic(t.Topic, n)
-			switch {
-			case err != nil:
-				rt.ErrorCode = kerr.NotLeaderForPartition.Code
-			case !created:
-				rt.ErrorCode = kerr.TopicAlreadyExists.Code
-			}
-		}
-		if tp := b.topic(t.Topic); tp != nil {
+		if tp := b.topic(t.Topic); tp != nil && code == 0 {
 			rt.TopicID, rt.NumPartitions, rt.ReplicationFactor = tp.id, int32(len(tp.partitions)), int16(b.cfg.Replicas)
+			rt.Configs = createdConfigs(tp.cfg.Load(), b.cfg)
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp
+}
+
+// createTopicFor checks one topic of a CreateTopics request and, unless
+// validateOnly, creates it; it returns the error code and message.
+func (b *Broker) createTopicFor(t kmsg.CreateTopicsRequestTopic, validateOnly bool) (int16, string) {
+	n := int(t.NumPartitions)
+	if n == -1 {
+		n = 0 // the broker's default
+	}
+	tc, msg := configsOf(t.Configs, b.cfg)
+	switch {
+	case !validTopic(t.Topic):
+		return kerr.InvalidTopicException.Code, ""
+	case n < 0 || n > maxPartitions:
+		return kerr.InvalidPartitions.Code, "partitions: 1 to " + strconv.Itoa(maxPartitions)
+	case t.ReplicationFactor != -1 && int(t.ReplicationFactor) != b.cfg.Replicas:
+		return kerr.InvalidReplicationFactor.Code, "this broker runs every partition with " + strconv.Itoa(b.cfg.Replicas) + " replicas; ask for that or -1"
+	case len(t.ReplicaAssignment) > 0:
+		return kerr.InvalidRequest.Code, "this broker places every replica itself; give a partition count and -1, not a replica assignment"
+	case msg != "":
+		return kerr.InvalidConfig.Code, msg
+	case validateOnly:
+		if b.topic(t.Topic) != nil {
+			return kerr.TopicAlreadyExists.Code, ""
+		}
+		return 0, ""
+	}
+	created, err := b.createTopic(t.Topic, n, tc, false)
+	switch {
+	case err != nil:
+		return kerr.NotLeaderForPartition.Code, err.Error()
+	case !created:
+		return kerr.TopicAlreadyExists.Code, ""
+	}
+	return 0, ""
+}
+
+// createdConfigs lists a new topic's configs, as CreateTopics v5 and later
+// answer them.
+func createdConfigs(tc *topicConfig, cfg Config) []kmsg.CreateTopicsResponseTopicConfig {
+	var out []kmsg.CreateTopicsResponseTopicConfig
+	for _, name := range slices.Sorted(maps.Keys(topicConfigs)) {
+		v, own := tc.value(name, cfg)
+		c := kmsg.NewCreateTopicsResponseTopicConfig()
+		c.Name, c.Value, c.Source = name, kmsg.StringPtr(v), int8(kmsg.ConfigSourceStaticBrokerConfig)
+		if own {
+			c.Source = int8(kmsg.ConfigSourceDynamicTopicConfig)
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // listOffsets answers the earliest offset (-2), the latest a consumer can
@@ -200,7 +244,7 @@ func (b *Broker) listOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 			case l == nil:
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case p.Timestamp == -2:
-				rp.Offset = 0
+				rp.Offset, _, _ = l.offsets()
 			case p.Timestamp == -1:
 				_, rp.Offset, _ = l.offsets()
 			default:
@@ -222,7 +266,7 @@ func (l *partitionLog) offsetAt(ts int64) (offset, at int64) {
 		if bt.base >= l.hw {
 			break
 		}
-		if maxTS := int64(binary.BigEndian.Uint64(bt.data[35:])); maxTS >= ts {
+		if maxTS := maxTimestamp(bt.data); maxTS >= ts {
 			return bt.base, maxTS
 		}
 	}

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/purgatory-go/purgatory/purgatory"
@@ -34,7 +36,19 @@ type Config struct {
 	// more members (Kafka's group.initial.rebalance.delay.ms; default 3 s,
 	// negative for none).
 	InitialRebalanceDelay time.Duration
-	Logf                  func(format string, args ...any)
+	// LogRetention is how long a batch is kept, the default of a topic's
+	// retention.ms (Kafka's log.retention.ms; default 7 days, negative
+	// for ever).
+	LogRetention time.Duration
+	// LogRetentionBytes is the size a partition is cut back to, the
+	// default of a topic's retention.bytes (Kafka's log.retention.bytes;
+	// default and negative: no limit).
+	LogRetentionBytes int64
+	// LogRetentionCheck is how often retention is applied (Kafka's
+	// log.retention.check.interval.ms; default 5 minutes); retention.bytes
+	// is also applied at each append.
+	LogRetentionCheck time.Duration
+	Logf              func(format string, args ...any)
 }
 
 // Broker is one Kafka broker, node 0, leader of every partition; each
@@ -43,14 +57,15 @@ type Config struct {
 // fetches wait in another until enough bytes arrive or their MaxWait passes.
 // Both purgatories share one timing wheel.
 type Broker struct {
-	cfg      Config
-	tw       *timingwheel.TimingWheel
-	produces *purgatory.Purgatory[*partitionLog]
-	fetches  *purgatory.Purgatory[fetchKey]
-	groups   *coordinator       // its join purgatory and its members' sessions share the wheel
-	isrTask  *timingwheel.Timer // the ISR expiration task (isr.go); nil with one replica
-	ctx      context.Context    // done when Shutdown begins
-	cancel   context.CancelFunc
+	cfg           Config
+	tw            *timingwheel.TimingWheel
+	produces      *purgatory.Purgatory[*partitionLog]
+	fetches       *purgatory.Purgatory[fetchKey]
+	groups        *coordinator       // its join purgatory and its members' sessions share the wheel
+	isrTask       *timingwheel.Timer // the ISR expiration task (isr.go); nil with one replica
+	retentionTask *timingwheel.Timer // applies retention (configs.go)
+	ctx           context.Context    // done when Shutdown begins
+	cancel        context.CancelFunc
 
 	mu        sync.Mutex
 	topics    map[string]*topic
@@ -71,7 +86,9 @@ type Broker struct {
 type topic struct {
 	name       string
 	id         [16]byte
+	internal   bool // __consumer_offsets: listed as internal, not produced to, not deleted
 	partitions []*partitionLog
+	cfg        atomic.Pointer[topicConfig] // configs.go
 }
 
 // fetchKey is what a fetch waits on: a partition, as a consumer (which reads
@@ -109,6 +126,11 @@ func NewBroker(cfg Config) (*Broker, error) {
 	if cfg.Replicas > 1 {
 		b.isrTask = tw.ScheduleFunc(timingwheel.Every(cfg.ReplicaLagMax/2), b.shrinkISRs)
 	}
+	b.retentionTask = tw.ScheduleFunc(timingwheel.Every(cfg.LogRetentionCheck), b.applyRetention)
+	if _, err := b.createTopic(offsetsTopic, 1, &topicConfig{}, true); err != nil {
+		b.Shutdown(context.Background())
+		return nil, err
+	}
 	for f := 1; f < cfg.Replicas; f++ {
 		b.wg.Add(1)
 		go b.follow(f)
@@ -135,6 +157,14 @@ func (cfg Config) withDefaults() Config {
 	setDuration(&cfg.FollowerMaxWait, 500*time.Millisecond)
 	setDuration(&cfg.ReplicaLagMax, 30*time.Second)
 	setDuration(&cfg.InitialRebalanceDelay, DefaultInitialRebalanceDelay)
+	setDuration(&cfg.LogRetention, 7*24*time.Hour)
+	setDuration(&cfg.LogRetentionCheck, 5*time.Minute)
+	if cfg.LogRetention < 0 {
+		cfg.LogRetention = -time.Millisecond // retention.ms -1
+	}
+	if cfg.LogRetentionBytes <= 0 {
+		cfg.LogRetentionBytes = -1
+	}
 	if cfg.MaxFrameBytes == 0 {
 		cfg.MaxFrameBytes = 100 << 20
 	}
@@ -146,7 +176,7 @@ func (cfg Config) withDefaults() Config {
 
 // validate returns an error for a field out of range.
 func (cfg Config) validate() error {
-	if cfg.Partitions < 1 || cfg.Replicas < 1 || cfg.MaxFrameBytes < 0 || cfg.FollowerMaxWait < 0 || cfg.FollowerDelay < 0 || cfg.ReplicaLagMax < 0 || cfg.MaxMessageBytes < 0 {
+	if cfg.Partitions < 1 || cfg.Replicas < 1 || cfg.MaxFrameBytes < 0 || cfg.FollowerMaxWait < 0 || cfg.FollowerDelay < 0 || cfg.ReplicaLagMax < 0 || cfg.MaxMessageBytes < 0 || cfg.LogRetentionCheck < 0 {
 		return fmt.Errorf("kafka: invalid config %+v: partitions and replicas must be at least 1, durations and sizes not negative", cfg)
 	}
 	if cfg.MinInsyncReplicas < 1 || cfg.MinInsyncReplicas > cfg.Replicas {
@@ -155,10 +185,20 @@ func (cfg Config) validate() error {
 	return nil
 }
 
-// CreateTopic creates a topic with n partitions (Config.Partitions if n is 0);
-// the followers start copying it at once. It returns false if the topic
-// exists.
+// CreateTopic creates a topic with n partitions (Config.Partitions if n is 0)
+// and the broker's default configs; the followers start copying it at once.
+// It returns false if the topic exists.
 func (b *Broker) CreateTopic(name string, n int) (created bool, err error) {
+	return b.createTopic(name, n, &topicConfig{}, false)
+}
+
+// offsetsTopic is the internal topic Kafka keeps its groups' offsets in. This
+// broker keeps them in memory (offsets.go), and lists the topic, empty, as
+// internal, as clients expect of a Kafka broker.
+const offsetsTopic = "__consumer_offsets"
+
+// createTopic creates a topic with configs tc.
+func (b *Broker) createTopic(name string, n int, tc *topicConfig, internal bool) (created bool, err error) {
 	if n == 0 {
 		n = b.cfg.Partitions
 	}
@@ -174,9 +214,10 @@ func (b *Broker) CreateTopic(name string, n int) (created bool, err error) {
 		b.mu.Unlock()
 		return false, nil
 	}
-	t := &topic{name: name, id: topicID(name)}
+	t := &topic{name: name, id: newTopicID(), internal: internal}
+	t.cfg.Store(tc)
 	for i := range n {
-		t.partitions = append(t.partitions, newPartitionLog(name, int32(i), b.cfg.Replicas))
+		t.partitions = append(t.partitions, newPartitionLog(t, int32(i), b.cfg.Replicas))
 	}
 	b.topics[name] = t
 	b.order = append(b.order, t)
@@ -205,18 +246,11 @@ func validTopic(name string) bool {
 
 var errShuttingDown = errors.New("kafka: broker is shutting down")
 
-// topicID derives a stable id from the name (the protocol wants one from
-// Metadata v10; nothing here looks topics up by it).
-func topicID(name string) (id [16]byte) {
-	h := uint64(14695981039346656037)
-	for i := range 2 {
-		for _, c := range []byte(name) {
-			h = (h ^ uint64(c)) * 1099511628211
-		}
-		for j := range 8 {
-			id[8*i+j] = byte(h >> (8 * j))
-		}
-	}
+// newTopicID returns a random topic id (Metadata v10 and later carry one):
+// a topic deleted and created again under its name gets a new one, as in
+// Kafka, by which clients tell the two apart.
+func newTopicID() (id [16]byte) {
+	rand.Read(id[:])
 	return id
 }
 
@@ -310,6 +344,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	if b.isrTask != nil {
 		b.isrTask.Stop()
 	}
+	b.retentionTask.Stop()
 	b.produces.Close()
 	b.fetches.Close()
 	b.groups.joins.Close()

@@ -34,12 +34,17 @@ type fetchPart struct {
 }
 
 // TryComplete reports whether MinBytes are there to be read, across every
-// partition. It takes each partition's lock in turn, never two at once.
+// partition, or one of them is out of range or deleted (it is answered with
+// the error at once). It takes each partition's lock in turn, never two at
+// once.
 func (d *delayedFetch) TryComplete() bool {
 	var n int64
 	for _, p := range d.parts {
-		if p.log == nil {
+		switch {
+		case p.log == nil:
 			continue
+		case p.log.gone.Load():
+			return true
 		}
 		if avail, ok := p.log.available(p.offset, d.replica > 0); ok {
 			n += avail
@@ -151,21 +156,21 @@ func (d *delayedFetch) response() kmsg.Response {
 		rp.Partition = p.index
 		rp.RecordBatches = []byte{} // empty, not null: librdkafka refuses a null set
 		switch {
-		case p.log == nil:
+		case p.log == nil || p.log.gone.Load():
 			rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			rp.HighWatermark, rp.LastStableOffset = -1, -1
+			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
 		case sent > 0 && sent >= budget:
-			_, hw, _ := p.log.offsets()
-			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = hw, hw, 0
+			start, hw, _ := p.log.offsets()
+			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = hw, hw, start
 		default:
-			records, hw, ok := p.log.read(p.offset, int32(min(int64(p.maxBytes), budget-sent)), d.replica > 0)
+			records, start, hw, ok := p.log.read(p.offset, int32(min(int64(p.maxBytes), budget-sent)), d.replica > 0)
 			if !ok {
 				rp.ErrorCode = kerr.OffsetOutOfRange.Code
 			}
 			if records != nil {
 				rp.RecordBatches = records
 			}
-			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = hw, hw, 0
+			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = hw, hw, start
 			sent += int64(len(records))
 		}
 		rt.Partitions = append(rt.Partitions, rp)

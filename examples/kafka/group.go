@@ -39,7 +39,15 @@ import (
 // ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS where Kafka answers them, and
 // MEMBER_ID_REQUIRED for a first JoinGroup of v4 and later (KIP-394), whose
 // ID must come back within the session timeout. Committed offsets are kept
-// in memory for the broker's life.
+// in memory until their group or their topic is deleted.
+//
+// Static membership (KIP-345, static.go): a member that gives a
+// group.instance.id keeps its place across restarts. Coming back with the
+// same instance id and no member id, it is given a new member id and its old
+// assignment, the old id is fenced (FENCED_INSTANCE_ID), and a Stable group
+// does not rebalance unless its protocols changed; every request that names
+// an instance id must name the member id it has now. A static member leaves
+// by its instance id, or when its session ends.
 //
 // Locks: a group's mu guards all of it and its members. It is never held
 // while a join operation is added or checked (its TryComplete and OnComplete
@@ -97,6 +105,7 @@ type group struct {
 	leader       string
 	members      map[string]*member
 	pending      map[string]*member // IDs handed out with MEMBER_ID_REQUIRED, not joined yet
+	static       map[string]*member // static members (KIP-345) by group.instance.id
 	join         *delayedJoin       // the rebalance under way
 	starting     *delayedJoin       // join, begun under this lock and not yet watched: unlock watches it
 	joinedLate   bool               // a member joined during the initial delay
@@ -117,6 +126,7 @@ type committed struct {
 type member struct {
 	g                  *group
 	id                 string
+	instance           string // its group.instance.id: "" for a dynamic member
 	clientID, host     string
 	session, rebalance time.Duration
 	protocols          []kmsg.JoinGroupRequestProtocol
@@ -175,7 +185,7 @@ func (c *coordinator) group(id string, create bool) *group {
 	defer c.mu.Unlock()
 	g := c.groups[id]
 	if g == nil && create && !c.closed {
-		g = &group{id: id, c: c, members: map[string]*member{}, pending: map[string]*member{}, offsets: map[topicPartition]committed{}}
+		g = &group{id: id, c: c, members: map[string]*member{}, pending: map[string]*member{}, static: map[string]*member{}, offsets: map[topicPartition]committed{}}
 		c.groups[id] = g
 	}
 	return g
@@ -227,9 +237,12 @@ func (m *member) metadata(protocol string) []byte {
 	return nil
 }
 
-// answer answers a JoinGroup with the generation just made: the leader's
-// with every member and its metadata for the chosen protocol.
-func (j *pendingJoin) answer(g *group, m *member) {
+// answer answers a JoinGroup with the generation just made.
+func (j *pendingJoin) answer(g *group, m *member) { j.reply(j.generation(g, m)) }
+
+// generation is the answer to m's JoinGroup with g's generation: the
+// leader's with every member and its metadata for the chosen protocol.
+func (j *pendingJoin) generation(g *group, m *member) *kmsg.JoinGroupResponse {
 	resp := j.req.ResponseKind().(*kmsg.JoinGroupResponse)
 	resp.Generation, resp.ProtocolType, resp.Protocol = g.generation, kmsg.StringPtr(g.protocolType), kmsg.StringPtr(g.protocol)
 	resp.LeaderID, resp.MemberID = g.leader, m.id
@@ -237,10 +250,13 @@ func (j *pendingJoin) answer(g *group, m *member) {
 		for _, other := range g.members {
 			rm := kmsg.NewJoinGroupResponseMember()
 			rm.MemberID, rm.ProtocolMetadata = other.id, other.metadata(g.protocol)
+			if other.instance != "" {
+				rm.InstanceID = kmsg.StringPtr(other.instance)
+			}
 			resp.Members = append(resp.Members, rm)
 		}
 	}
-	j.reply(resp)
+	return resp
 }
 
 func (j *pendingJoin) fail(code int16, memberID string) {

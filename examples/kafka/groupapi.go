@@ -82,7 +82,7 @@ func (c *coordinator) joinGroup(client client, req *kmsg.JoinGroupRequest, reply
 		j.fail(code, req.MemberID)
 		return
 	}
-	if m := g.joiningMember(client, j, session); m != nil {
+	if m := g.joiningMember(client, j, session, rebalance); m != nil {
 		g.rejoin(m, j, session, rebalance)
 	}
 }
@@ -101,22 +101,33 @@ func (g *group) accepts(req *kmsg.JoinGroupRequest) int16 {
 	return 0
 }
 
-// joiningMember returns the member a JoinGroup is for: one of g's, or one
-// admitted now. A first JoinGroup of v4 and later is given an ID to come back
-// with instead, and one with an ID g does not know is answered
-// UNKNOWN_MEMBER_ID: both are answered here, and nil is returned.
-func (g *group) joiningMember(client client, j *pendingJoin, session time.Duration) *member {
-	id := j.req.MemberID
+// joiningMember returns the member a JoinGroup is for: one of g's, one
+// admitted now, or a static member's new self (replaceStatic). A first
+// JoinGroup of v4 and later from a dynamic member is given an ID to come back
+// with instead (a static member is known by its instance id and joins at
+// once), one with an ID g does not know is answered UNKNOWN_MEMBER_ID, and
+// one with a stale ID for its instance id FENCED_INSTANCE_ID: those are
+// answered here, and nil is returned.
+func (g *group) joiningMember(client client, j *pendingJoin, session, rebalance time.Duration) *member {
+	id, instance := j.req.MemberID, j.req.InstanceID
 	switch {
-	case id == "" && j.req.Version >= 4:
+	case id == "" && instance != nil && g.static[*instance] != nil:
+		return g.replaceStatic(g.static[*instance], client, j, session, rebalance)
+	case id == "" && j.req.Version >= 4 && instance == nil:
 		g.requireMemberID(client, j, session)
 		return nil
 	case id == "":
-		return g.admitMember(g.c.newMember(g, newMemberID(client.id)), client, j.req.ProtocolType)
+		return g.admitMember(g.c.newMember(g, newMemberID(client.id)), client, j.req)
+	}
+	if code := g.fenced(id, instance); code != 0 {
+		j.fail(code, id)
+		return nil
+	}
+	switch {
 	case g.pending[id] != nil:
 		m := g.pending[id]
 		delete(g.pending, id)
-		return g.admitMember(m, client, j.req.ProtocolType)
+		return g.admitMember(m, client, j.req)
 	case g.members[id] == nil:
 		j.fail(kerr.UnknownMemberID.Code, id)
 		return nil
@@ -129,9 +140,7 @@ func (g *group) joiningMember(client client, j *pendingJoin, session time.Durati
 // the group, it is answered at once with the current generation (a client
 // that lost the first answer); else a rebalance begins.
 func (g *group) rejoin(m *member, j *pendingJoin, session, rebalance time.Duration) {
-	changed := !slices.EqualFunc(m.protocols, j.req.Protocols, func(a, b kmsg.JoinGroupRequestProtocol) bool {
-		return a.Name == b.Name && string(a.Metadata) == string(b.Metadata)
-	})
+	changed := !sameProtocols(m.protocols, j.req.Protocols)
 	m.session, m.rebalance, m.protocols = session, rebalance, j.req.Protocols
 	if m.joining != nil { // a JoinGroup sent again: the older one is answered as a retry
 		m.joining.fail(kerr.RebalanceInProgress.Code, m.id)
@@ -167,13 +176,16 @@ func (g *group) sharesProtocol(protocols []kmsg.JoinGroupRequestProtocol) bool {
 }
 
 // member returns the member of the group named id, with the error Kafka
-// answers if there is none or its generation is not the group's. The caller
-// holds g.mu.
-func (g *group) member(id string, generation int32) (*member, int16) {
+// answers if there is none, if instance (its group.instance.id, nil for a
+// dynamic member) is held by another member id, or if its generation is not
+// the group's. The caller holds g.mu.
+func (g *group) member(id string, instance *string, generation int32) (*member, int16) {
 	m := g.members[id]
 	switch {
 	case g.state == groupDead:
 		return nil, kerr.NotCoordinator.Code
+	case g.fenced(id, instance) != 0:
+		return nil, g.fenced(id, instance)
 	case m == nil:
 		return nil, kerr.UnknownMemberID.Code
 	case generation != g.generation:
@@ -194,7 +206,7 @@ func (c *coordinator) syncGroup(req *kmsg.SyncGroupRequest, reply func(kmsg.Resp
 	}
 	g.lock()
 	defer g.unlock()
-	m, code := g.member(req.MemberID, req.Generation)
+	m, code := g.member(req.MemberID, req.InstanceID, req.Generation)
 	if code == 0 && (req.ProtocolType != nil && *req.ProtocolType != g.protocolType ||
 		req.Protocol != nil && *req.Protocol != g.protocol) {
 		code = kerr.InconsistentGroupProtocol.Code
@@ -236,7 +248,7 @@ func (c *coordinator) heartbeat(req *kmsg.HeartbeatRequest) kmsg.Response {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	m, code := g.member(req.MemberID, req.Generation)
+	m, code := g.member(req.MemberID, req.InstanceID, req.Generation)
 	if code != 0 {
 		resp.ErrorCode = code
 		return resp
@@ -248,35 +260,35 @@ func (c *coordinator) heartbeat(req *kmsg.HeartbeatRequest) kmsg.Response {
 	return resp
 }
 
-// leaveGroup removes the members named, one (v0 to v2) or several, and
-// starts the rebalance that follows.
+// leaveGroup removes the members named, one (v0 to v2) or several, by member
+// id or (static members, v3 and later) by instance id, and starts the
+// rebalance that follows.
 func (c *coordinator) leaveGroup(req *kmsg.LeaveGroupRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
-	ids := []string{req.MemberID}
-	if req.Version >= 3 {
-		ids = ids[:0]
-		for _, m := range req.Members {
-			ids = append(ids, m.MemberID)
-		}
+	leaving := req.Members
+	if req.Version < 3 {
+		leaving = []kmsg.LeaveGroupRequestMember{{MemberID: req.MemberID}}
 	}
-	codes := c.leave(req.Group, ids)
+	codes := c.leave(req.Group, leaving)
 	if req.Version < 3 {
 		resp.ErrorCode = codes[0]
 		return resp
 	}
-	for i, id := range ids {
+	for i, l := range leaving {
 		rm := kmsg.NewLeaveGroupResponseMember()
-		rm.MemberID, rm.ErrorCode = id, codes[i]
+		rm.MemberID, rm.InstanceID, rm.ErrorCode = l.MemberID, l.InstanceID, codes[i]
 		resp.Members = append(resp.Members, rm)
 	}
 	return resp
 }
 
-// leave removes the members of group named by ids, and returns the error
-// code for each: UNKNOWN_MEMBER_ID for one the group does not have. A member
-// ID handed out and not yet brought back is forgotten.
-func (c *coordinator) leave(groupID string, ids []string) []int16 {
-	codes := make([]int16, len(ids))
+// leave removes the members of group named by leaving, and returns the error
+// code for each: UNKNOWN_MEMBER_ID for one the group does not have,
+// FENCED_INSTANCE_ID for a stale member id of an instance id. A member ID
+// handed out and not yet brought back is forgotten. Each of leaving named by
+// its instance id alone is given the member id that held it.
+func (c *coordinator) leave(groupID string, leaving []kmsg.LeaveGroupRequestMember) []int16 {
+	codes := make([]int16, len(leaving))
 	g := c.group(groupID, false)
 	if g == nil {
 		for i := range codes {
@@ -286,8 +298,11 @@ func (c *coordinator) leave(groupID string, ids []string) []int16 {
 	}
 	g.lock()
 	defer g.unlock()
-	for i, id := range ids {
+	for i := range leaving {
+		id, code := g.leaving(leaving[i])
+		leaving[i].MemberID, codes[i] = id, code
 		switch m := g.members[id]; {
+		case code != 0:
 		case g.pending[id] != nil:
 			g.pending[id].alive.Stop()
 			delete(g.pending, id)
@@ -334,6 +349,9 @@ func (c *coordinator) describeGroups(req *kmsg.DescribeGroupsRequest) kmsg.Respo
 			for _, m := range g.members {
 				rm := kmsg.NewDescribeGroupsResponseGroupMember()
 				rm.MemberID, rm.ClientID, rm.ClientHost = m.id, m.clientID, m.host
+				if m.instance != "" {
+					rm.InstanceID = kmsg.StringPtr(m.instance)
+				}
 				if g.state == groupStable {
 					rm.ProtocolMetadata, rm.MemberAssignment = m.metadata(g.protocol), m.assignment
 				}

@@ -6,23 +6,29 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // partitionLog is one partition: the leader's log and what its followers have
 // copied. Every field is guarded by mu; nobody calls out while holding it.
 //
-// Offsets follow Kafka: the log end offset (leo) is the next offset to be
-// written; the high watermark (hw) is the first offset not yet held by every
-// in-sync replica (isr.go), and consumers see only what lies below it.
-// Followers see up to leo.
+// Offsets follow Kafka: the log start offset (start) is the first offset
+// still held, which retention moves (configs.go); the log end offset (leo) is
+// the next offset to be written; the high watermark (hw) is the first offset
+// not yet held by every in-sync replica (isr.go), and consumers see only what
+// lies below it. Followers see up to leo.
 type partitionLog struct {
 	topic string
 	index int32
+	owner *topic      // its configs; immutable
+	gone  atomic.Bool // its topic was deleted: every request on it is answered UNKNOWN_TOPIC_OR_PARTITION
 
 	mu        sync.Mutex
 	batches   []batch // in offset order; batches[i].base == batches[i-1].last+1
-	size      int64   // bytes in batches
+	start     int64   // the log start offset: batches[0].base, or end if none is held
+	end       int64   // the log end offset
+	size      int64   // bytes ever appended: positions are counted from the log's creation
 	hw        int64
 	followers []int64        // each follower's log end offset, as its last fetch said
 	copies    []*replicaCopy // each follower's copy, which it alone writes (not under mu)
@@ -38,8 +44,8 @@ type batch struct {
 	data       []byte
 }
 
-func newPartitionLog(topic string, index int32, replicas int) *partitionLog {
-	l := &partitionLog{topic: topic, index: index, followers: make([]int64, replicas-1), producers: map[int64]*sequences{}}
+func newPartitionLog(t *topic, index int32, replicas int) *partitionLog {
+	l := &partitionLog{topic: t.name, index: index, owner: t, followers: make([]int64, replicas-1), producers: map[int64]*sequences{}}
 	now := time.Now()
 	for range replicas - 1 {
 		l.copies = append(l.copies, new(replicaCopy))
@@ -51,12 +57,7 @@ func newPartitionLog(topic string, index int32, replicas int) *partitionLog {
 func (l *partitionLog) String() string { return fmt.Sprintf("%s-%d", l.topic, l.index) }
 
 // leo returns the log end offset. The caller holds mu.
-func (l *partitionLog) leo() int64 {
-	if len(l.batches) == 0 {
-		return 0
-	}
-	return l.batches[len(l.batches)-1].last + 1
-}
+func (l *partitionLog) leo() int64 { return l.end }
 
 var errCorrupt = errors.New("record batch is truncated or not magic v2")
 
@@ -115,6 +116,7 @@ func (l *partitionLog) appendBatch(data []byte) (base, last int64, err error) {
 	binary.BigEndian.PutUint64(own[offBaseOffset:], uint64(base))
 	l.batches = append(l.batches, batch{base: base, last: last, pos: l.size, data: own})
 	l.size += int64(len(own))
+	l.end = last + 1
 	if ps != nil {
 		ps.record(seq, int32(span), base, last)
 	}
@@ -193,8 +195,9 @@ func (l *partitionLog) bytesBefore(offset int64) int64 {
 
 // readableEnd returns how many bytes of the log a reader may read from its
 // start: up to the high watermark for a consumer, the log end for a
-// follower. It only grows (the log is never truncated), so it is the level of
-// the reader's fetch key.
+// follower. It only grows (the log is never truncated at its end, and
+// retention's drops at its start do not move the positions, counted from
+// the log's creation), so it is the level of the reader's fetch key.
 func (l *partitionLog) readableEnd(follower bool) int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -215,7 +218,7 @@ func (l *partitionLog) limit(follower bool) int64 {
 func (l *partitionLog) available(offset int64, follower bool) (n int64, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if offset < 0 || offset > l.leo() {
+	if offset < l.start || offset > l.leo() {
 		return 0, false
 	}
 	end := l.limit(follower)
@@ -228,12 +231,13 @@ func (l *partitionLog) available(offset int64, follower bool) (n int64, ok bool)
 // read returns the batches from the one holding offset up to the reader's
 // limit and at most maxBytes, though always the first whole batch (Kafka's
 // KIP-74, so that a batch larger than maxBytes cannot stall a reader), and the
-// high watermark to report.
-func (l *partitionLog) read(offset int64, maxBytes int32, follower bool) (records []byte, hw int64, ok bool) {
+// log start offset and high watermark to report. An offset before the log
+// start (retention dropped it) or past the log end is not ok.
+func (l *partitionLog) read(offset int64, maxBytes int32, follower bool) (records []byte, start, hw int64, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if offset < 0 || offset > l.leo() {
-		return nil, l.hw, false
+	if offset < l.start || offset > l.leo() {
+		return nil, l.start, l.hw, false
 	}
 	end := l.limit(follower)
 	for i := l.find(offset); i < len(l.batches) && l.batches[i].base < end; i++ {
@@ -243,12 +247,60 @@ func (l *partitionLog) read(offset int64, maxBytes int32, follower bool) (record
 		}
 		records = append(records, b.data...)
 	}
-	return records, l.hw, true
+	return records, l.start, l.hw, true
 }
 
 // offsets returns the log's start, high watermark and end.
 func (l *partitionLog) offsets() (start, hw, leo int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return 0, l.hw, l.leo()
+	return l.start, l.hw, l.leo()
 }
+
+// retain drops the oldest batches that r no longer keeps, among those every
+// in-sync replica holds (below the high watermark), from the leader's log and
+// the followers' copies, and reports whether the log start moved: batches
+// older than r.age (by their newest record's timestamp), and, while the
+// partition stays at least r.bytes without it, the oldest (Kafka's
+// deleteRetentionSizeBreachedSegments, a batch for a segment).
+func (l *partitionLog) retain(r retention, now time.Time) bool {
+	start, moved := l.retainLeader(r, now)
+	if moved {
+		for _, c := range l.copies {
+			c.dropBefore(start)
+		}
+	}
+	return moved
+}
+
+func (l *partitionLog) retainLeader(r retention, now time.Time) (start int64, moved bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	held := l.size - l.posOf(l.start)
+	n := 0
+	for _, b := range l.batches {
+		if b.last >= l.hw {
+			break
+		}
+		old := r.age >= 0 && now.Sub(time.UnixMilli(maxTimestamp(b.data))) > r.age
+		big := r.bytes >= 0 && held-int64(len(b.data)) >= r.bytes
+		if !old && !big {
+			break
+		}
+		held -= int64(len(b.data))
+		n++
+	}
+	if n == 0 {
+		return l.start, false
+	}
+	clear(l.batches[:n])
+	l.batches = l.batches[n:]
+	l.start = l.end
+	if len(l.batches) > 0 {
+		l.start = l.batches[0].base
+	}
+	return l.start, true
+}
+
+// maxTimestamp is a batch's newest record's timestamp, in milliseconds.
+func maxTimestamp(data []byte) int64 { return int64(binary.BigEndian.Uint64(data[offMaxTimestamp:])) }

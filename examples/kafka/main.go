@@ -37,6 +37,8 @@ type options struct {
 	grace             time.Duration
 	cpuProfile        string
 	stallFollowers    bool
+	retentionMS       int64 // Config.LogRetention, as Kafka's broker config gives it
+	retentionCheckMS  int64
 }
 
 func main() {
@@ -53,12 +55,20 @@ func main() {
 	flag.IntVar(&o.cfg.MinInsyncReplicas, "min-insync-replicas", 1, "in-sync replicas, the leader included, that an acks=all produce needs (Kafka's min.insync.replicas)")
 	flag.IntVar(&o.cfg.MaxMessageBytes, "max-message-bytes", DefaultMaxMessageBytes, "the largest record batch a produce may carry (Kafka's message.max.bytes); larger ones are answered MESSAGE_TOO_LARGE")
 	flag.DurationVar(&o.cfg.InitialRebalanceDelay, "group-initial-rebalance-delay", DefaultInitialRebalanceDelay, "how long a consumer group's first rebalance waits for more members (Kafka's group.initial.rebalance.delay.ms; 0: none)")
+	flag.Int64Var(&o.retentionMS, "log-retention-ms", 7*24*60*60*1000, "the default retention.ms of a topic: batches older than this are dropped (Kafka's log.retention.ms; -1: kept for ever)")
+	flag.Int64Var(&o.cfg.LogRetentionBytes, "log-retention-bytes", -1, "the default retention.bytes of a topic: the size a partition is cut back to, oldest batches first (Kafka's log.retention.bytes; -1: no limit)")
+	flag.Int64Var(&o.retentionCheckMS, "log-retention-check-interval-ms", 5*60*1000, "how often retention is applied (Kafka's log.retention.check.interval.ms)")
 	flag.DurationVar(&o.grace, "grace", 10*time.Second, "how long shutdown may take")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
 	if o.cfg.InitialRebalanceDelay == 0 {
 		o.cfg.InitialRebalanceDelay = -1 // none; in a Config, zero is the default
 	}
+	if o.retentionMS == 0 || o.retentionMS < -1 || o.retentionCheckMS <= 0 {
+		log.Fatalf("kafka: -log-retention-ms must be -1 or positive (it is %d), -log-retention-check-interval-ms positive (it is %d)", o.retentionMS, o.retentionCheckMS)
+	}
+	o.cfg.LogRetention = time.Duration(o.retentionMS) * time.Millisecond
+	o.cfg.LogRetentionCheck = time.Duration(o.retentionCheckMS) * time.Millisecond
 	if o.cpuProfile != "" {
 		f, err := os.Create(o.cpuProfile)
 		if err == nil {

@@ -35,7 +35,7 @@ func (c *coordinator) offsetCommit(req *kmsg.OffsetCommitRequest) kmsg.Response 
 			code = kerr.RebalanceInProgress.Code
 		default:
 			var m *member
-			if m, code = g.member(req.MemberID, req.Generation); m != nil {
+			if m, code = g.member(req.MemberID, req.InstanceID, req.Generation); m != nil {
 				m.beat() // a commit counts as a heartbeat
 			}
 		}

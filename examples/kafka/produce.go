@@ -17,18 +17,18 @@ import (
 // advance of that partition's high watermark reaches it.
 type delayedProduce struct {
 	purgatory.Op
-	resp   *kmsg.ProduceResponse
-	waits  []produceWait
-	reply  func(kmsg.Response)
-	minISR int // min.insync.replicas
+	resp  *kmsg.ProduceResponse
+	waits []produceWait
+	reply func(kmsg.Response)
 }
 
 // produceWait is one partition a produce waits on: replicated once the high
 // watermark passes last.
 type produceWait struct {
-	log  *partitionLog
-	last int64
-	into *kmsg.ProduceResponseTopicPartition // its answer, to fail if it never is
+	log    *partitionLog
+	last   int64
+	into   *kmsg.ProduceResponseTopicPartition // its answer, to fail if it never is
+	minISR int                                 // its topic's min.insync.replicas when it was written
 }
 
 func (w produceWait) replicated() bool {
@@ -36,10 +36,11 @@ func (w produceWait) replicated() bool {
 	return hw > w.last
 }
 
-// TryComplete reports whether every partition has replicated the produce.
+// TryComplete reports whether every partition has replicated the produce,
+// or had its topic deleted (OnComplete answers that partition so).
 func (d *delayedProduce) TryComplete() bool {
 	for _, w := range d.waits {
-		if !w.replicated() {
+		if !w.replicated() && !w.log.gone.Load() {
 			return false
 		}
 	}
@@ -48,21 +49,25 @@ func (d *delayedProduce) TryComplete() bool {
 
 // OnComplete answers the produce. A partition not replicated by then is
 // answered REQUEST_TIMED_OUT if the timeout ended the wait, or
-// NOT_LEADER_FOR_PARTITION if shutdown did (the client retries elsewhere):
-// nothing is acknowledged that the in-sync replicas do not hold. One
-// replicated by fewer in-sync replicas than min.insync.replicas (the ISR
-// shrank meanwhile) is answered NOT_ENOUGH_REPLICAS_AFTER_APPEND, as Kafka
-// does: its records are in the log, but not as safely as asked.
+// NOT_LEADER_FOR_PARTITION if shutdown, or the deletion of another topic it
+// wrote to, did (the client retries); a partition whose topic was deleted is
+// answered UNKNOWN_TOPIC_OR_PARTITION. Nothing is acknowledged that the
+// in-sync replicas do not hold. One replicated by fewer in-sync replicas than
+// min.insync.replicas (the ISR shrank meanwhile) is answered
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND, as Kafka does: its records are in the
+// log, but not as safely as asked.
 func (d *delayedProduce) OnComplete() {
 	fail := kerr.RequestTimedOut.Code
-	if d.Outcome() == purgatory.Closed {
+	if out := d.Outcome(); out == purgatory.Closed || out == purgatory.Forced {
 		fail = kerr.NotLeaderForPartition.Code
 	}
 	for _, w := range d.waits {
 		switch {
+		case w.log.gone.Load():
+			w.into.ErrorCode, w.into.BaseOffset = kerr.UnknownTopicOrPartition.Code, -1
 		case !w.replicated():
 			w.into.ErrorCode, w.into.BaseOffset = fail, -1
-		case w.log.inSyncReplicas() < d.minISR:
+		case w.log.inSyncReplicas() < w.minISR:
 			w.into.ErrorCode = kerr.NotEnoughReplicasAfterAppend.Code
 		}
 	}
@@ -76,7 +81,7 @@ func (d *delayedProduce) OnExpiration() {}
 // leader has written (1), or once every replica has (-1: a delayedProduce).
 func (b *Broker) handleProduce(req *kmsg.ProduceRequest, reply func(kmsg.Response)) {
 	resp := produceResponse(req)
-	d := &delayedProduce{resp: resp, reply: reply, minISR: b.cfg.MinInsyncReplicas}
+	d := &delayedProduce{resp: resp, reply: reply}
 	var at []purgatory.Level[*partitionLog]
 	for ti, t := range req.Topics {
 		for pi, p := range t.Partitions {
@@ -125,34 +130,42 @@ func produceResponse(req *kmsg.ProduceRequest) *kmsg.ProduceResponse {
 // refused).
 func (b *Broker) produceTo(topic string, p kmsg.ProduceRequestTopicPartition, acks int16, into *kmsg.ProduceResponseTopicPartition) (w produceWait, ok bool) {
 	l := b.partition(topic, p.Partition)
-	if l == nil {
+	switch {
+	case l == nil:
 		into.ErrorCode, into.BaseOffset = kerr.UnknownTopicOrPartition.Code, -1
 		return w, false
+	case l.owner.internal:
+		into.ErrorCode, into.BaseOffset = kerr.InvalidTopicException.Code, -1
+		into.ErrorMessage = kmsg.StringPtr(offsetsTopic + " is internal: this broker keeps offsets in memory, and clients may not write it")
+		return w, false
 	}
+	tc := l.owner.cfg.Load()
+	minISR := int(tc.int("min.insync.replicas", b.cfg))
 	if acks == -1 {
-		if n := l.inSyncReplicas(); n < b.cfg.MinInsyncReplicas {
-			msg := fmt.Sprintf("%d replicas in sync, %d needed (min.insync.replicas)", n, b.cfg.MinInsyncReplicas)
+		if n := l.inSyncReplicas(); n < minISR {
+			msg := fmt.Sprintf("%d replicas in sync, %d needed (min.insync.replicas)", n, minISR)
 			into.ErrorCode, into.ErrorMessage, into.BaseOffset = kerr.NotEnoughReplicas.Code, &msg, -1
 			return w, false // nothing appended
 		}
 	}
-	last, err := b.append(l, p.Records, into)
+	last, err := b.append(l, p.Records, int(tc.int("max.message.bytes", b.cfg)), into)
 	if err != nil {
 		return w, false
 	}
-	return produceWait{l, last, into}, true
+	return produceWait{l, last, into, minISR}, true
 }
 
 // append validates records (validate.go) and writes them to l, records the
 // outcome in into, and returns the last offset written (or, for a retried
 // batch, the offset it was written at the first time). A batch refused
 // leaves l as it was.
-func (b *Broker) append(l *partitionLog, records []byte, into *kmsg.ProduceResponseTopicPartition) (last int64, err error) {
-	into.LogAppendTime, into.LogStartOffset = -1, 0
-	data, err := validateProduce(records, b.cfg.MaxMessageBytes)
+func (b *Broker) append(l *partitionLog, records []byte, maxBytes int, into *kmsg.ProduceResponseTopicPartition) (last int64, err error) {
+	into.LogAppendTime = -1
+	data, err := validateProduce(records, maxBytes)
 	if err == nil {
 		into.BaseOffset, last, err = l.appendBatch(data)
 	}
+	into.LogStartOffset, _, _ = l.offsets()
 	if err != nil {
 		msg := err.Error()
 		into.ErrorCode, into.ErrorMessage, into.BaseOffset = errorCode(err), &msg, -1
@@ -161,6 +174,9 @@ func (b *Broker) append(l *partitionLog, records []byte, into *kmsg.ProduceRespo
 	b.fetches.Advance(fetchKey{l, true}, l.readableEnd(true)) // followers' fetches
 	if l.inSyncReplicas() == 1 {                              // the leader alone: the append moved the high watermark
 		b.highWatermarkMoved(l)
+	}
+	if r := l.owner.retention(b.cfg); r.bytes >= 0 {
+		l.retain(r, time.Now())
 	}
 	return last, nil
 }

@@ -20,7 +20,8 @@ import (
 //	any -> Dead                                                 markDead
 //
 // and, within a state: requireMemberID and admitMember (a JoinGroup of a new
-// member), removeMember (LeaveGroup, a session's end).
+// member), replaceStatic (static.go: a static member's new self),
+// removeMember (LeaveGroup, a session's end).
 
 // delayedJoin holds a rebalance's JoinGroups (Kafka's DelayedJoin, and
 // InitialDelayedJoin with initial set).
@@ -133,7 +134,7 @@ func (g *group) startGeneration() {
 	for _, m := range g.members {
 		if m.joining == nil {
 			g.c.b.cfg.Logf("kafka: group %s: member %s did not rejoin in time", g.id, m.id)
-			delete(g.members, m.id)
+			g.drop(m)
 			m.alive.Stop()
 		}
 	}
@@ -205,17 +206,22 @@ func (g *group) requireMemberID(client client, j *pendingJoin, session time.Dura
 	j.fail(kerr.MemberIDRequired.Code, m.id)
 }
 
-// admitMember makes m, new or back with the ID it was given, a member of g.
-// The first member leads, and sets an Empty group's protocol type; one that
-// joins during the initial delay extends it.
-func (g *group) admitMember(m *member, client client, protocolType string) *member {
+// admitMember makes m, new or back with the ID it was given, a member of g,
+// static if req gives an instance id. The first member leads, and sets an
+// Empty group's protocol type; one that joins during the initial delay
+// extends it.
+func (g *group) admitMember(m *member, client client, req *kmsg.JoinGroupRequest) *member {
 	m.clientID, m.host = client.id, client.host
 	g.members[m.id] = m
+	if req.InstanceID != nil {
+		m.instance = *req.InstanceID
+		g.static[m.instance] = m
+	}
 	if g.leader == "" {
 		g.leader = m.id
 	}
 	if g.state == groupEmpty {
-		g.protocolType = protocolType
+		g.protocolType = req.ProtocolType
 	}
 	if g.join != nil && g.join.initial {
 		g.joinedLate = true
@@ -226,7 +232,7 @@ func (g *group) admitMember(m *member, client client, protocolType string) *memb
 // removeMember drops m from g, answering what it waits for
 // UNKNOWN_MEMBER_ID; a Stable or CompletingRebalance group rebalances.
 func (g *group) removeMember(m *member) {
-	delete(g.members, m.id)
+	g.drop(m)
 	m.release(kerr.UnknownMemberID.Code)
 	if g.leader == m.id {
 		g.leader = g.anyMember()
@@ -234,6 +240,14 @@ func (g *group) removeMember(m *member) {
 	switch g.state {
 	case groupStable, groupCompletingRebalance:
 		g.prepareRebalance()
+	}
+}
+
+// drop takes m out of g's members, and out of its instance id's place.
+func (g *group) drop(m *member) {
+	delete(g.members, m.id)
+	if m.instance != "" && g.static[m.instance] == m {
+		delete(g.static, m.instance)
 	}
 }
 

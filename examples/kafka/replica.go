@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/purgatory-go/purgatory/purgatory"
@@ -45,7 +46,15 @@ func (b *Broker) follow(f int) {
 			for _, p := range rt.Partitions {
 				l := logs[i]
 				i++
-				if p.ErrorCode != 0 {
+				switch {
+				case p.ErrorCode == kerr.OffsetOutOfRange.Code && p.LogStartOffset > l.copies[f-1].end():
+					// Retention dropped what f had still to copy: f starts
+					// again from the log start, as a Kafka follower does.
+					l.copies[f-1].restartAt(p.LogStartOffset)
+					continue
+				case p.ErrorCode == kerr.UnknownTopicOrPartition.Code && l.gone.Load():
+					continue // deleted: the next fetch leaves it out
+				case p.ErrorCode != 0:
 					b.cfg.Logf("kafka: follower %d of %v: fetch from %d: error %d", f, l, l.copies[f-1].end(), p.ErrorCode)
 					continue
 				}
@@ -92,7 +101,8 @@ func (b *Broker) wakeFollowers() {
 }
 
 // replicaCopy is what one follower holds of a partition. Its follower
-// goroutine writes it; tests read it.
+// goroutine adds to it, retention drops its oldest batches, tests read it:
+// all under its mu.
 type replicaCopy struct {
 	mu      sync.Mutex
 	batches [][]byte
@@ -103,6 +113,27 @@ func (c *replicaCopy) end() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.leo
+}
+
+// restartAt drops the whole copy and makes it start at offset: retention
+// dropped batches the follower had not copied yet.
+func (c *replicaCopy) restartAt(offset int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.batches, c.leo = nil, offset
+}
+
+// dropBefore drops the batches before offset, as the leader's retention
+// dropped them.
+func (c *replicaCopy) dropBefore(offset int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for n < len(c.batches) && batchLast(c.batches[n]) < offset {
+		n++
+	}
+	clear(c.batches[:n])
+	c.batches = c.batches[n:]
 }
 
 // add appends batches the leader sent, skipping any it holds already.

@@ -21,6 +21,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strconv"
@@ -52,7 +53,15 @@ func main() {
 	charts := flag.String("charts", "", "draw the charts into this directory")
 	from := flag.String("from", "", "report and draw from this JSON instead of measuring")
 	flag.StringVar(&profileDir, "profile", "", "write the example broker's CPU profiles into this directory")
+	selfProfile := flag.String("self-profile", "", "write this process's own CPU profile (the clients' side) to this file")
 	flag.Parse()
+	if *selfProfile != "" {
+		stop, err := profileSelf(*selfProfile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer stop()
+	}
 
 	var samples []sample
 	if *from != "" {
@@ -261,4 +270,18 @@ func report(w *os.File, samples []sample) {
 			row("group", "group", 0, m)
 		}
 	}
+}
+
+// profileSelf starts a CPU profile of this process, the clients' side of every
+// workload, into path; the func it returns stops and writes it.
+func profileSelf(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
