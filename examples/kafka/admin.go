@@ -1,9 +1,7 @@
 package main
 
 import (
-	"maps"
 	"net"
-	"slices"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -216,13 +214,9 @@ func (b *Broker) createTopicFor(t kmsg.CreateTopicsRequestTopic, validateOnly bo
 // answer them.
 func createdConfigs(tc *topicConfig, cfg Config) []kmsg.CreateTopicsResponseTopicConfig {
 	var out []kmsg.CreateTopicsResponseTopicConfig
-	for _, name := range slices.Sorted(maps.Keys(topicConfigs)) {
-		v, own := tc.value(name, cfg)
+	for _, v := range tc.values(cfg) {
 		c := kmsg.NewCreateTopicsResponseTopicConfig()
-		c.Name, c.Value, c.Source = name, kmsg.StringPtr(v), int8(kmsg.ConfigSourceStaticBrokerConfig)
-		if own {
-			c.Source = int8(kmsg.ConfigSourceDynamicTopicConfig)
-		}
+		c.Name, c.Value, c.Source = v.name, kmsg.StringPtr(v.value), int8(v.source())
 		out = append(out, c)
 	}
 	return out

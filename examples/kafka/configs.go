@@ -195,25 +195,46 @@ func (b *Broker) describeConfigs(req *kmsg.DescribeConfigsRequest) kmsg.Response
 
 func (b *Broker) describedConfigs(tc *topicConfig, r kmsg.DescribeConfigsRequestResource, docs bool) []kmsg.DescribeConfigsResponseResourceConfig {
 	var out []kmsg.DescribeConfigsResponseResourceConfig
-	for _, name := range slices.Sorted(maps.Keys(topicConfigs)) {
-		if r.ConfigNames != nil && !slices.Contains(r.ConfigNames, name) {
+	for _, v := range tc.values(b.cfg) {
+		if r.ConfigNames != nil && !slices.Contains(r.ConfigNames, v.name) {
 			continue
 		}
-		v, own := tc.value(name, b.cfg)
 		c := kmsg.NewDescribeConfigsResponseResourceConfig()
-		c.Name, c.Value = name, kmsg.StringPtr(v)
+		c.Name, c.Value, c.Source, c.IsDefault = v.name, kmsg.StringPtr(v.value), v.source(), !v.own
 		c.ReadOnly = r.ResourceType == resourceBroker
-		c.Source = kmsg.ConfigSourceStaticBrokerConfig // the broker's flags
-		if own {
-			c.Source = kmsg.ConfigSourceDynamicTopicConfig
-		}
-		c.IsDefault = !own
 		if docs {
-			c.Documentation = kmsg.StringPtr(topicConfigs[name].doc)
+			c.Documentation = kmsg.StringPtr(topicConfigs[v.name].doc)
 		}
 		out = append(out, c)
 	}
 	return out
+}
+
+// configValue is a config of a topic as described: its value, and whether
+// the topic sets it (own) or it is the broker's default.
+type configValue struct {
+	name, value string
+	own         bool
+}
+
+// values lists every config the broker honours, in name order, with tc's
+// value of each.
+func (tc *topicConfig) values(cfg Config) []configValue {
+	var out []configValue
+	for _, name := range slices.Sorted(maps.Keys(topicConfigs)) {
+		v, own := tc.value(name, cfg)
+		out = append(out, configValue{name, v, own})
+	}
+	return out
+}
+
+// source is where v comes from, as DescribeConfigs and CreateTopics say it:
+// the topic's own config, or the broker's (its flags).
+func (v configValue) source() kmsg.ConfigSource {
+	if v.own {
+		return kmsg.ConfigSourceDynamicTopicConfig
+	}
+	return kmsg.ConfigSourceStaticBrokerConfig
 }
 
 // incrementalAlterConfigs answers IncrementalAlterConfigs for topics: SET
