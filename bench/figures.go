@@ -174,10 +174,11 @@ func unsourced(text string, pattern *regexp.Regexp) []error {
 			sectionSourced = false
 			continue
 		}
-		if blk.first && sourced.MatchString(blk.text) {
+		says := sourced.MatchString(strings.Join(strings.Fields(blk.text), " ")) // as read, not as wrapped
+		if blk.first && says {
 			sectionSourced = true // a paragraph of its own under the heading
 		}
-		if sectionSourced || sourced.MatchString(blk.text) {
+		if sectionSourced || says {
 			continue
 		}
 		bare := figMarker.ReplaceAllString(blk.text, "")

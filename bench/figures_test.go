@@ -1,8 +1,10 @@
 package main
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -111,6 +113,7 @@ func TestUnsourcedFigures(t *testing.T) {
 		{"marked", "CPU <!-- fig W5/naive/cpu_s -->7.00<!-- /fig --> s.", true, 0},
 		{"sourced in its block", "- 372 ns per add+complete (measured at commit 2c6e359 on the 2-core Intel Xeon, with `go test -bench WatchComplete`).", true, 0},
 		{"sourced badly", "- 372 ns per add+complete (measured on a machine).", true, 1},
+		{"sourced across a line break", "372 ns per add+complete (measured at\ncommit 2c6e359 on the 2-core Intel Xeon, with `go test\n-bench WatchComplete`).", true, 0},
 		{"sourced by the section", "## Go test\n\nMeasured at commit 2c6e359 on the 2-core Intel Xeon, with `go test -bench .`.\n\n| a | 135.8 ns |\n\nAnd 7.4 M/s.\n\n## Next\n\n0.9× here.", true, 1},
 		{"in code", "```\n0.5× 12 ns\n```\n`3 ns` in a code span", false, 0},
 	} {
@@ -121,5 +124,25 @@ func TestUnsourcedFigures(t *testing.T) {
 		if errs := unsourced(c.text, pattern); len(errs) != c.want {
 			t.Errorf("%s: want %d unsourced, got %v", c.name, c.want, errs)
 		}
+	}
+}
+
+// TestHighestRateInAnyOrder: the highest rate every run kept up at does not
+// depend on the order of the sweep's keys (a map's, in -figures), even when
+// the last rate tried has fewer runs than the others.
+func TestHighestRateInAnyOrder(t *testing.T) {
+	res := map[key][]result{}
+	kept := func(ok float64) result { return result{Metrics: map[string]float64{"keeps_up": ok}} }
+	for _, rate := range []int{100, 200, 300} {
+		res[key{"W5sweep", rate, "a"}] = []result{kept(1), kept(1), kept(1)}
+	}
+	res[key{"W5sweep", 400, "a"}] = []result{kept(0)} // the sweep stopped here
+	ks := slices.Collect(maps.Keys(res))
+	slices.SortFunc(ks, func(a, b key) int { return a.variant - b.variant })
+	for range 2 {
+		if got := highestRate(ks, res, "a"); got != 300 {
+			t.Errorf("keys in order %v: highest rate %d, want 300", ks, got)
+		}
+		slices.Reverse(ks) // the last rate, with one run, first
 	}
 }

@@ -441,9 +441,13 @@ func ratioTable(b *strings.Builder, ks []key, res map[key][]result, metric, titl
 // highestRate is a sweep's highest rate at which every one of system's runs
 // kept up; ks are the sweep's keys.
 func highestRate(ks []key, res map[key][]result, system string) int {
+	runs := 0 // a rate that every run reached has this many; in any order of ks
+	for _, k := range ks {
+		runs = max(runs, len(res[k]))
+	}
 	best := 0
 	for _, k := range ks {
-		if kept := values(res[k], "keeps_up"); k.system == system && len(kept) == len(res[ks[0]]) && slices.Min(kept) == 1 {
+		if kept := values(res[k], "keeps_up"); k.system == system && len(kept) == runs && slices.Min(kept) == 1 {
 			best = max(best, k.variant)
 		}
 	}

@@ -1,12 +1,14 @@
 package purgatory_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/purgatory-go/purgatory/internal/testkit"
 	"github.com/purgatory-go/purgatory/purgatory"
 )
 
@@ -262,5 +264,24 @@ func BenchmarkAdvance(b *testing.B) {
 		levels[k] += 100
 		p.Advance(k, levels[k])
 		i++
+	}
+}
+
+// BenchmarkIdlePurgatory measures what an idle purgatory with its own wheel
+// holds: the live heap per purgatory, b.N alive at once (run it with
+// -benchtime 50x; its wheel has a shard per GOMAXPROCS: -cpu 2,8).
+func BenchmarkIdlePurgatory(b *testing.B) {
+	ps := make([]*purgatory.Purgatory[int], 0, b.N)
+	before := testkit.LiveHeap()
+	for i := range b.N {
+		p, err := purgatory.New[int](fmt.Sprintf("idle-%d", i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	b.ReportMetric(float64(testkit.LiveHeap()-before)/float64(b.N)/1024, "KiB/purgatory")
+	for _, p := range ps {
+		p.Close()
 	}
 }

@@ -2,12 +2,14 @@ package timingwheel_test
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"runtime/metrics"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/purgatory-go/purgatory/internal/testkit"
 	"github.com/purgatory-go/purgatory/timingwheel"
 )
 
@@ -166,11 +168,11 @@ func BenchmarkParkedHeap(b *testing.B) {
 		var perTimer float64
 		timers := make([]interface{ Stop() bool }, parked)
 		for b.Loop() {
-			before := liveHeap()
+			before := testkit.LiveHeap()
 			for i := range timers {
 				timers[i] = s.AfterFunc(30*time.Minute, noop)
 			}
-			after := liveHeap()
+			after := testkit.LiveHeap()
 			perTimer = float64(after-before) / parked
 			for _, t := range timers {
 				t.Stop()
@@ -179,15 +181,6 @@ func BenchmarkParkedHeap(b *testing.B) {
 		}
 		b.ReportMetric(perTimer, "heap-B/timer")
 	})
-}
-
-// liveHeap returns the bytes of live heap objects after a full collection.
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
 }
 
 type noopObserver struct{}
@@ -283,6 +276,29 @@ func BenchmarkContextTimeout(b *testing.B) {
 			for b.Loop() {
 				_, cancel := withTimeout(context.Background(), 30*time.Second)
 				cancel()
+			}
+		})
+	}
+}
+
+// BenchmarkIdleWheel measures what an idle wheel holds: the live heap per
+// wheel, b.N wheels alive at once (run it with -benchtime 50x), with one
+// shard, two and eight.
+func BenchmarkIdleWheel(b *testing.B) {
+	for _, shards := range []int{1, 2, 8} {
+		b.Run(fmt.Sprintf("shards=%d", shards), func(b *testing.B) {
+			wheels := make([]*timingwheel.TimingWheel, 0, b.N)
+			before := testkit.LiveHeap()
+			for range b.N {
+				tw, err := timingwheel.New(timingwheel.WithShards(shards))
+				if err != nil {
+					b.Fatal(err)
+				}
+				wheels = append(wheels, tw)
+			}
+			b.ReportMetric(float64(testkit.LiveHeap()-before)/float64(b.N)/1024, "KiB/wheel")
+			for _, tw := range wheels {
+				tw.Stop()
 			}
 		})
 	}
