@@ -84,6 +84,19 @@ func runGroup(s *server, members, rate int, d time.Duration) (map[string]float64
 	case <-ctx.Done():
 		return nil, fmt.Errorf("the group's %d members were not all assigned: %v", members, assigned)
 	}
+	// The first full assignment may give every partition to the first
+	// member to join; the cooperative rebalances that follow move some to
+	// the others. A partition that moves once records flow is read by its
+	// new owner from the log's end (nothing is committed yet), so records
+	// would be skipped: produce only once each member holds its share.
+	for !balanced(&mu, assigned, members) {
+		if ctx.Err() != nil {
+			mu.Lock()
+			defer mu.Unlock()
+			return nil, fmt.Errorf("the group's %d members never shared the 8 partitions evenly: %v", members, assigned)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	time.Sleep(time.Second) // each member's first fetch has found the log's end
 	prod, err := kgo.NewClient(kgo.SeedBrokers(s.addr), kgo.DefaultProduceTopic("grp"),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
@@ -119,4 +132,20 @@ func runGroup(s *server, members, rate int, d time.Duration) (map[string]float64
 		"group_e2e_p50_ms": pct(lat, 50),
 		"group_e2e_p99_ms": pct(lat, 99),
 	}, nil
+}
+
+// balanced reports whether the group's members hold all 8 partitions of grp
+// between them, each member floor(8/members) or one more.
+func balanced(mu *sync.Mutex, assigned map[int]int, members int) bool {
+	mu.Lock()
+	defer mu.Unlock()
+	total := 0
+	for m := range members {
+		n := assigned[m]
+		if n < 8/members || n > (8+members-1)/members {
+			return false
+		}
+		total += n
+	}
+	return total == 8
 }
