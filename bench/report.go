@@ -220,8 +220,12 @@ func markdown(ms metas, keys []key, res map[key][]result, p params) string {
 		if m, ok := ms.of(w); ok {
 			fmt.Fprintf(&b, "This section is of another run, merged in: %s\n\n", m)
 		}
-		fmt.Fprintf(&b, "%s. Medians of %d process(es) per system; ratios are to `%s` in the same run.\n\n",
-			descriptions[w], runsOf(ks[0]), reference(w))
+		if w == "soak" { // one system, one process: no medians, no ratios
+			fmt.Fprintf(&b, "%s. One process.\n\n", descriptions[w])
+		} else {
+			fmt.Fprintf(&b, "%s. Medians of %d process(es) per system; ratios are to `%s` in the same run.\n\n",
+				descriptions[w], runsOf(ks[0]), reference(w))
+		}
 		switch w {
 		case "W2sweep":
 			sweepTable(&b, ks, res, "parked timers", "pair_ns", "ns per pair")
