@@ -84,18 +84,8 @@ func runGroup(s *server, members, rate int, d time.Duration) (map[string]float64
 	case <-ctx.Done():
 		return nil, fmt.Errorf("the group's %d members were not all assigned: %v", members, assigned)
 	}
-	// The first full assignment may give every partition to the first
-	// member to join; the cooperative rebalances that follow move some to
-	// the others. A partition that moves once records flow is read by its
-	// new owner from the log's end (nothing is committed yet), so records
-	// would be skipped: produce only once each member holds its share.
-	for !balanced(&mu, assigned, members) {
-		if ctx.Err() != nil {
-			mu.Lock()
-			defer mu.Unlock()
-			return nil, fmt.Errorf("the group's %d members never shared the 8 partitions evenly: %v", members, assigned)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if err := awaitShares(ctx, &mu, assigned, members); err != nil {
+		return nil, err
 	}
 	time.Sleep(time.Second) // each member's first fetch has found the log's end
 	prod, err := kgo.NewClient(kgo.SeedBrokers(s.addr), kgo.DefaultProduceTopic("grp"),
@@ -132,6 +122,24 @@ func runGroup(s *server, members, rate int, d time.Duration) (map[string]float64
 		"group_e2e_p50_ms": pct(lat, 50),
 		"group_e2e_p99_ms": pct(lat, 99),
 	}, nil
+}
+
+// awaitShares waits until each of the group's members holds its share of
+// grp's 8 partitions. The first full assignment may give every partition to
+// the first member to join; the cooperative rebalances that follow move some
+// to the others. A partition that moves once records flow is read by its new
+// owner from the log's end (nothing is committed yet), so records would be
+// skipped: the workload produces only once the shares are settled.
+func awaitShares(ctx context.Context, mu *sync.Mutex, assigned map[int]int, members int) error {
+	for !balanced(mu, assigned, members) {
+		if ctx.Err() != nil {
+			mu.Lock()
+			defer mu.Unlock()
+			return fmt.Errorf("the group's %d members never shared the 8 partitions evenly: %v", members, assigned)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
 }
 
 // balanced reports whether the group's members hold all 8 partitions of grp
