@@ -55,9 +55,10 @@ func soak(p params) (result, error) {
 	t.onArrival = leak.request
 	n := int64(float64(rate) * length.Seconds())
 	done := make(chan struct{})
+	t.start(int(n)) // here, since this goroutine reads t.elapsed
 	go func() {
 		defer close(done)
-		t.run(int(n), length, 9)
+		t.send(int(n), length, 9)
 	}()
 
 	fmt.Fprintf(os.Stderr, "soak: %d requests/s for %v; a sample every %v, after a garbage collection\n", rate, length, every)

@@ -65,8 +65,19 @@ func newTraffic(d delayed, keys int, onCompleted func(r *request)) *traffic {
 // event has been delivered. Requests may still be pending then, until they
 // expire; allEnded says when none is.
 func (t *traffic) run(n int, length time.Duration, seed uint64) {
+	t.start(n)
+	t.send(n, length, seed)
+}
+
+// start sets the run's size and its clock going. Whatever reads elapsed
+// from another goroutine starts the run itself, before it starts send there.
+func (t *traffic) start(n int) {
 	t.n = int64(n)
 	t.begin = time.Now()
+}
+
+// send is run after start.
+func (t *traffic) send(n int, length time.Duration, seed uint64) {
 	var wg sync.WaitGroup
 	wg.Go(func() { t.arrivals(n, length, seed) })
 	wg.Go(t.events)
