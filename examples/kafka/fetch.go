@@ -107,6 +107,8 @@ func (b *Broker) handleFetch(req *kmsg.FetchRequest, reply func(kmsg.Response)) 
 // waits on: one per partition that exists (missing tells whether one does
 // not). A follower's fetch offsets record how far it has copied each.
 func (b *Broker) fetchParts(d *delayedFetch) (keys []fetchKey, missing bool) {
+	now := time.Now()
+	var moved []*partitionLog
 	for ti, t := range d.req.Topics {
 		for _, p := range t.Partitions {
 			l := b.partition(t.Topic, p.Partition)
@@ -115,25 +117,30 @@ func (b *Broker) fetchParts(d *delayedFetch) (keys []fetchKey, missing bool) {
 				missing = true
 				continue
 			}
-			if d.replica > 0 {
-				b.followerAt(l, d.replica, p.FetchOffset)
+			if d.replica > 0 && b.followerAt(l, d.replica, p.FetchOffset, now) {
+				moved = append(moved, l)
 			}
 			keys = append(keys, fetchKey{l, d.replica > 0})
 		}
 	}
+	// As a produce wakes its fetches once it has written every partition,
+	// a follower's fetch wakes what waits on the high watermarks it moved
+	// once it has told every position, so that a consumer's fetch of
+	// several partitions gets all that became readable.
+	for _, l := range moved {
+		b.highWatermarkMoved(l)
+	}
 	return keys, missing
 }
 
-// followerAt records that follower f holds l up to offset, which may bring
-// it back into the ISR or move the high watermark.
-func (b *Broker) followerAt(l *partitionLog, f int, offset int64) {
-	advanced, rejoined := l.followerAt(f, offset, time.Now())
+// followerAt records that follower f holds l up to offset at now, which may
+// bring it back into the ISR; it reports whether the high watermark moved.
+func (b *Broker) followerAt(l *partitionLog, f int, offset int64, now time.Time) (advanced bool) {
+	advanced, rejoined := l.followerAt(f, offset, now)
 	if rejoined {
 		b.cfg.Logf("kafka: %v: follower %d is back in the ISR", l, f)
 	}
-	if advanced {
-		b.highWatermarkMoved(l)
-	}
+	return advanced
 }
 
 // response reads every partition now, in the order asked, within the fetch's

@@ -76,8 +76,8 @@ func (d *delayedProduce) OnComplete() {
 
 func (d *delayedProduce) OnExpiration() {}
 
-// handleProduce appends each partition's batches to its log, wakes the
-// followers waiting on it, and answers as Acks asks: not at all (0), once the
+// handleProduce appends each partition's batches to its log, then wakes the
+// fetches waiting on them, and answers as Acks asks: not at all (0), once the
 // leader has written (1), or once every replica has (-1: a delayedProduce).
 func (b *Broker) handleProduce(req *kmsg.ProduceRequest, reply func(kmsg.Response)) {
 	resp := produceResponse(req)
@@ -90,6 +90,13 @@ func (b *Broker) handleProduce(req *kmsg.ProduceRequest, reply func(kmsg.Respons
 				at = append(at, purgatory.At(w.log, w.last+1)) // replicated once the high watermark passes last
 			}
 		}
+	}
+	// Only now, every partition written, wake what waits on them (Kafka's
+	// ActionQueue, run once the request is handled): a fetch of several
+	// partitions is then answered with all the request wrote to them, not
+	// with its first partition's records alone and the rest one fetch later.
+	for _, w := range d.waits {
+		b.appended(w.log)
 	}
 	switch {
 	case req.Acks == 0:
@@ -171,12 +178,18 @@ func (b *Broker) append(l *partitionLog, records []byte, maxBytes int, into *kms
 		into.ErrorCode, into.ErrorMessage, into.BaseOffset = errorCode(err), &msg, -1
 		return 0, err
 	}
-	b.fetches.Advance(fetchKey{l, true}, l.readableEnd(true)) // followers' fetches
-	if l.inSyncReplicas() == 1 {                              // the leader alone: the append moved the high watermark
-		b.highWatermarkMoved(l)
-	}
 	if r := l.owner.retention(b.cfg); r.bytes >= 0 {
 		l.retain(r, time.Now())
 	}
 	return last, nil
+}
+
+// appended wakes what waits on l's log end, once a produce has appended to
+// it: the followers' fetches and, if the leader alone is in sync (the append
+// moved the high watermark), what waits on the high watermark.
+func (b *Broker) appended(l *partitionLog) {
+	b.fetches.Advance(fetchKey{l, true}, l.readableEnd(true))
+	if l.inSyncReplicas() == 1 {
+		b.highWatermarkMoved(l)
+	}
 }
