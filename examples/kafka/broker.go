@@ -131,9 +131,9 @@ func NewBroker(cfg Config) (*Broker, error) {
 		b.Shutdown(context.Background())
 		return nil, err
 	}
-	for f := 1; f < cfg.Replicas; f++ {
+	if cfg.Replicas > 1 {
 		b.wg.Add(1)
-		go b.follow(f)
+		go b.replicate()
 	}
 	return b, nil
 }
