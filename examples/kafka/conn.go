@@ -9,8 +9,6 @@ import (
 	"net"
 	"reflect"
 	"runtime/debug"
-	"sync"
-	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -18,31 +16,16 @@ import (
 
 // conn is one client connection. Its reader parses requests and hands each to
 // its handler; the handler answers through a callback, at once or later (from
-// a purgatory's OnComplete); the writer sends the answers in the order the
-// requests came, as the protocol requires. Only the request and response
+// a purgatory's OnComplete); the answers go out in the order the requests
+// came, as the protocol requires (outbox.go). Only the request and response
 // headers are framed here; kmsg encodes and decodes every body.
 type conn struct {
-	b       *Broker
-	nc      net.Conn
-	pending chan chan kmsg.Response // answers to come, in request order
-	once    sync.Once               // closes pending
+	b  *Broker
+	nc net.Conn
 	// clientID is the client id of the request being handled; only the
 	// reader, which runs the handlers, reads or writes it.
 	clientID string
-
-	// An answer given while its handler runs, with none before it still to
-	// be written, is written by the reader itself (answer): most requests
-	// are answered so, and skip waking the writer. The rest go through
-	// pending to the writer, in order. queued counts those not yet written;
-	// wmu guards w, which both write to. What it pays for, measured by the
-	// load test against kfake in the same runs at R = 1 (commit 11e0f4e, a
-	// 2-core machine of the project's, medians of 3): CPU per record 1.10x and 1.08x of
-	// kfake's at 5,000 and 10,000 records/s when every answer went through
-	// the writer, 0.95x and 0.92x with the reader's own write.
-	wmu     sync.Mutex
-	w       *bufio.Writer
-	scratch []byte // the reader's encoding buffer, under wmu
-	queued  atomic.Int32
+	outbox
 }
 
 // host is the client's address without its port, as group members are
@@ -55,13 +38,10 @@ func (c *conn) host() string {
 	return "/" + host
 }
 
-// maxInFlight bounds the requests a connection may have unanswered; its
-// reader waits beyond it, which holds the client back (Kafka's broker mutes
-// the channel instead).
-const maxInFlight = 64
-
 func newConn(b *Broker, nc net.Conn) *conn {
-	return &conn{b: b, nc: nc, pending: make(chan chan kmsg.Response, maxInFlight), w: bufio.NewWriterSize(nc, 64<<10)}
+	c := &conn{b: b, nc: nc}
+	c.outbox.init(nc)
+	return c
 }
 
 // serve runs the reader here and the writer beside it, and returns when both
@@ -72,7 +52,7 @@ func (c *conn) serve() {
 	written := make(chan struct{})
 	go func() { c.write(); close(written) }()
 	err := c.read()
-	c.once.Do(func() { close(c.pending) })
+	c.readEnded()
 	if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 		c.b.cfg.Logf("kafka: %v: closing the connection: %v", c.nc.RemoteAddr(), err)
 	}
@@ -144,129 +124,27 @@ func (c *conn) read() error {
 }
 
 // answer runs handle, which replies through the callback it is given (nil:
-// no response); a second reply is ignored. An answer given before handle
-// returns, with every earlier answer written, is written here, on the
-// reader; any other takes its place in pending, for the writer, in request
-// order. If handle panics (a bug: input is checked before it), the request
-// gets no answer, and the error closes the connection instead of the broker.
+// no response); a second reply is ignored. The answer takes its place in the
+// outbox first, so that it goes out in request order whoever gives it. The
+// reader waits here while maxInFlight answers are still to be written. If
+// handle panics (a bug: input is checked before it), the request gets no
+// answer, and the error closes the connection instead of the broker.
 func (c *conn) answer(h header, handle func(reply func(kmsg.Response))) (err error) {
-	a := &pendingAnswer{h: h}
+	a := c.enqueue(h)
 	defer func() {
 		if r := recover(); r != nil {
 			a.reply(nil)
 			err = fmt.Errorf("API key %d version %d: handler panicked: %v\n%s", h.key, h.version, r, debug.Stack())
 		}
-		err = errors.Join(err, c.hand(a))
 	}()
 	handle(a.reply)
 	return nil
-}
-
-// hand writes a's answer at once if it has come and nothing is queued before
-// it, or else queues a place for it.
-func (c *conn) hand(a *pendingAnswer) error {
-	ch := make(chan kmsg.Response, 1)
-	a.mu.Lock()
-	resp, done := a.resp, a.done
-	if !done {
-		a.ch = ch // a later reply sends here
-	}
-	a.mu.Unlock()
-	if done && c.queued.Load() == 0 {
-		// Nothing before it is left to write: the writer is idle and
-		// only this goroutine queues.
-		c.wmu.Lock()
-		var err error
-		c.scratch, err = c.writeLocked(c.scratch, resp, true)
-		c.wmu.Unlock()
-		return err
-	}
-	if done {
-		ch <- resp
-	}
-	c.queued.Add(1)
-	c.pending <- ch
-	return nil
-}
-
-// pendingAnswer is one request's answer, given once.
-type pendingAnswer struct {
-	h       header
-	mu      sync.Mutex
-	replied bool
-	done    bool               // resp is the answer, not yet handed on
-	resp    kmsg.Response      // framed, or nil for none
-	ch      chan kmsg.Response // where the answer goes once answer has queued it
-}
-
-func (a *pendingAnswer) reply(resp kmsg.Response) {
-	if resp != nil {
-		resp.SetVersion(a.h.version)
-		resp = &framed{resp, a.h}
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	switch {
-	case a.replied:
-		return
-	case a.ch != nil:
-		a.ch <- resp
-	default:
-		a.resp, a.done = resp, true
-	}
-	a.replied = true
 }
 
 // framed is an answer with its request's header, for the writer.
 type framed struct {
 	kmsg.Response
 	h header
-}
-
-func (c *conn) write() {
-	var buf []byte
-	for ch := range c.pending {
-		var resp kmsg.Response
-		select {
-		case resp = <-ch:
-		default: // not answered yet: send what is written meanwhile
-			c.wmu.Lock()
-			err := c.w.Flush()
-			c.wmu.Unlock()
-			if err != nil {
-				c.discard()
-				return
-			}
-			resp = <-ch
-		}
-		c.wmu.Lock()
-		var err error
-		buf, err = c.writeLocked(buf, resp, len(c.pending) == 0)
-		c.wmu.Unlock()
-		c.queued.Add(-1)
-		if err != nil {
-			c.discard()
-			return
-		}
-	}
-	c.wmu.Lock()
-	c.w.Flush()
-	c.wmu.Unlock()
-}
-
-// writeLocked writes resp (nil: acks=0, no response) into w, using buf, and
-// flushes w if flush is set. The caller holds wmu.
-func (c *conn) writeLocked(buf []byte, resp kmsg.Response, flush bool) ([]byte, error) {
-	if f, ok := resp.(*framed); ok {
-		buf = f.appendTo(buf[:0])
-		if _, err := c.w.Write(buf); err != nil {
-			return buf, err
-		}
-	}
-	if flush {
-		return buf, c.w.Flush()
-	}
-	return buf, nil
 }
 
 // appendTo appends the answer as a frame: its size, the response header
@@ -281,15 +159,6 @@ func (f *framed) appendTo(buf []byte) []byte {
 	buf = f.Response.AppendTo(buf)
 	binary.BigEndian.PutUint32(buf[start:], uint32(len(buf)-start-4))
 	return buf
-}
-
-// discard waits out the answers still to come after the connection failed,
-// so that no handler blocks on a full queue.
-func (c *conn) discard() {
-	c.nc.Close()
-	for ch := range c.pending {
-		<-ch
-	}
 }
 
 // parse reads a request's header and body.
