@@ -20,16 +20,16 @@ import (
 //
 // What it pays for, measured by the load test (go run ./loadtest -rates
 // 5000,10000 -duration 10s -runs 1 -idle-fetches 50 -idle-max-wait 1s
-// -wake-fetches 0 -group-members 0) on a 2-core Intel Xeon, the commit that
-// brought the outbox and its parent 1faab30 (every later answer through the
-// writer goroutine) alternated, 3 runs each, medians: CPU per record 0.81x
+// -wake-fetches 0 -group-members 0) on a 2-core Intel Xeon, commit edb189b,
+// which brought the outbox, and its parent 1faab30 (every later answer
+// through the writer goroutine) alternated, 3 runs each, medians: CPU per record 0.81x
 // and 0.85x of 1faab30's at R = 1 (5,000 and 10,000 records/s), 0.92x and
 // 0.94x at R = 3. Before that, the reader's own write of an answer given at
 // once (commit 11e0f4e, medians of 3) had taken R = 1's CPU per record from
 // 1.10x and 1.08x of kfake's to 0.95x and 0.92x.
 //
-// Concurrency: mu guards every field below it; reply and enqueue may be
-// called from any goroutine; write runs on the writer goroutine alone.
+// Concurrency: mu guards every field below it; reply may be called from any
+// goroutine, enqueue from the reader alone, write from the writer alone.
 type outbox struct {
 	raw   syscall.RawConn // nil if the connection has none: every write is the writer's
 	nc    net.Conn
