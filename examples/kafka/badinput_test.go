@@ -236,32 +236,50 @@ func TestUnservedRequestsGetErrorCodes(t *testing.T) {
 func TestAnswersInRequestOrder(t *testing.T) {
 	_, addr, _ := startBroker(t, Config{Replicas: 1}, "o:2")
 	c := dialRaw(t, addr)
+	recvInOrder(t, c, pipelineMixed(t, c, "o"))
+}
+
+// pipelineMixed sends 30 requests on c without reading an answer: fetches of
+// topic's partitions 0 and 1 that park until their MaxWait (50 ms and more),
+// and Metadata and acks=1 produces, answered at once, in turn. It returns the
+// requests' API keys in the order sent.
+func pipelineMixed(t *testing.T, c *rawConn, topic string) []int16 {
+	t.Helper()
 	var want []int16
 	for i := range 30 {
 		var req kmsg.Request
 		switch i % 3 {
 		case 0:
-			req = fetchReq("o", int32(i%2), 0, time.Duration(50+i)*time.Millisecond, 1) // parks, then its MaxWait
+			req = fetchReq(topic, int32(i%2), 0, time.Duration(50+i)*time.Millisecond, 1) // parks, then its MaxWait
 		case 1:
-			req = kmsg.NewPtrMetadataRequest() // at once
+			m := kmsg.NewPtrMetadataRequest() // at once
+			m.Version = 4
+			req = m
 		default:
-			req = produceReq(t, "o", 1, 1, time.Second, "x") // acks=1: at once
-		}
-		if req.GetVersion() == 0 && req.Key() == kmsg.Metadata.Int16() {
-			req.SetVersion(4)
+			req = produceReq(t, topic, 1, 1, time.Second, "x") // acks=1: at once
 		}
 		want = append(want, req.Key())
 		if err := c.send(req); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return want
+}
+
+// recvInOrder reads an answer for each key in want, and fails unless each
+// answers the request of that key sent in that place.
+func recvInOrder(t *testing.T, c *rawConn, want []int16) []kmsg.Response {
+	t.Helper()
+	var got []kmsg.Response
 	for i, key := range want {
 		resp, err := c.recv()
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("answer %d: %v", i, err)
 		}
 		if resp.Key() != key {
 			t.Fatalf("answer %d is to API key %d; the request sent %d-th was key %d", i, resp.Key(), i, key)
 		}
+		got = append(got, resp)
 	}
+	return got
 }

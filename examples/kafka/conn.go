@@ -20,12 +20,11 @@ import (
 // came, as the protocol requires (outbox.go). Only the request and response
 // headers are framed here; kmsg encodes and decodes every body.
 type conn struct {
-	b  *Broker
-	nc net.Conn
+	b *Broker
 	// clientID is the client id of the request being handled; only the
 	// reader, which runs the handlers, reads or writes it.
 	clientID string
-	outbox
+	outbox   // and the connection itself, nc
 }
 
 // host is the client's address without its port, as group members are
@@ -39,7 +38,7 @@ func (c *conn) host() string {
 }
 
 func newConn(b *Broker, nc net.Conn) *conn {
-	c := &conn{b: b, nc: nc}
+	c := &conn{b: b}
 	c.outbox.init(nc)
 	return c
 }

@@ -107,31 +107,27 @@ func (o *outbox) push() {
 		return
 	}
 	o.writing = true
-	for len(o.out) > 0 && o.raw != nil {
+	for o.raw != nil && len(o.out) > 0 {
 		buf, n := o.out, o.outN
 		o.out, o.outN = o.spare[:0], 0
 		o.mu.Unlock()
 		written, err := o.tryWrite(buf)
 		o.mu.Lock()
-		switch {
-		case err != nil:
+		if err != nil {
 			o.outN += n
-			o.fail()
-		case written < len(buf): // the socket is full: the rest is the writer's
+			o.fail() // which empties out
+			break
+		}
+		if written < len(buf) { // the rest, first, is the writer's
 			o.out = append(buf[written:len(buf):len(buf)], o.out...)
 			o.outN += n
-			o.handed = true
-			o.handoffs++
-			o.mu.Unlock()
-			o.wake()
-			return
-		default:
-			o.spare = buf[:0]
-			o.free(n)
-			o.encodeReady()
+			break
 		}
+		o.spare = buf[:0]
+		o.free(n)
+		o.encodeReady()
 	}
-	if o.raw == nil && len(o.out) > 0 && !o.failed { // no way to write without blocking
+	if len(o.out) > 0 { // the socket is full, or there is no way to write without blocking
 		o.handed = true
 		o.handoffs++
 		o.mu.Unlock()

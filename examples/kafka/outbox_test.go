@@ -42,14 +42,7 @@ func TestASlowReaderGetsEveryAnswerInOrder(t *testing.T) {
 	// Reading nothing yet, the client fills the socket: a write goes to the
 	// writer, and the broker's reader stops at maxInFlight answers owed.
 	waitFor(t, func() bool { h, owed := outboxes(b); return h > 0 && owed == maxInFlight })
-	for i, key := range want {
-		resp, err := c.recv()
-		if err != nil {
-			t.Fatalf("answer %d: %v", i, err)
-		}
-		if resp.Key() != key {
-			t.Fatalf("answer %d is to API key %d; the request sent %d-th was key %d", i, resp.Key(), i, key)
-		}
+	for i, resp := range recvInOrder(t, c, want) {
 		if f, ok := resp.(*kmsg.FetchResponse); ok {
 			if got := len(f.Topics[0].Partitions[0].RecordBatches); got < len(value) {
 				t.Fatalf("answer %d: a fetch of %d bytes; the record alone has %d", i, got, len(value))
@@ -120,14 +113,12 @@ func TestAClientThatLeavesWithAnswersOwed(t *testing.T) {
 // once.
 func TestAnswersInRequestOrderOverAPipe(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b, err := NewBroker(Config{Replicas: 1, Logf: t.Logf})
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := fakeBroker(t, Config{Replicas: 1})
 		if _, err := b.CreateTopic("o", 2); err != nil {
 			t.Fatal(err)
 		}
 		server, client := net.Pipe()
+		defer client.Close()
 		sc := newConn(b, server)
 		b.mu.Lock()
 		b.conns[sc] = struct{}{}
@@ -135,41 +126,9 @@ func TestAnswersInRequestOrderOverAPipe(t *testing.T) {
 		b.mu.Unlock()
 		go sc.serve()
 		c := &rawConn{Conn: client, r: bufio.NewReader(client), sent: map[int32]kmsg.Request{}}
-		var want []int16
-		for i := range 30 {
-			var req kmsg.Request
-			switch i % 3 {
-			case 0:
-				req = fetchReq("o", int32(i%2), 0, time.Duration(50+i)*time.Millisecond, 1)
-			case 1:
-				m := kmsg.NewPtrMetadataRequest()
-				m.Version = 4
-				req = m
-			default:
-				req = produceReq(t, "o", 1, 1, time.Second, "x")
-			}
-			want = append(want, req.Key())
-			if err := c.send(req); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for i, key := range want {
-			resp, err := c.recv()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if resp.Key() != key {
-				t.Fatalf("answer %d is to API key %d; the request sent %d-th was key %d", i, resp.Key(), i, key)
-			}
-		}
+		recvInOrder(t, c, pipelineMixed(t, c, "o"))
 		if h, _ := outboxes(b); h == 0 {
 			t.Errorf("no write was handed to the writer over a pipe")
-		}
-		client.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := b.Shutdown(ctx); err != nil {
-			t.Fatal(err)
 		}
 	})
 }

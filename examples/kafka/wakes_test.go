@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"testing/synctest"
@@ -27,17 +26,7 @@ func TestAFetchGetsAllOfAProduce(t *testing.T) {
 
 func fetchGetsAllOfAProduce(t *testing.T, replicas int) {
 	const partitions = 4
-	b, err := NewBroker(Config{Replicas: replicas, Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := b.Shutdown(ctx); err != nil {
-			t.Error(err)
-		}
-	}()
+	b := fakeBroker(t, Config{Replicas: replicas})
 	if _, err := b.CreateTopic("t", partitions); err != nil {
 		t.Fatal(err)
 	}
