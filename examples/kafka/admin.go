@@ -256,11 +256,11 @@ func (b *Broker) listOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 func (l *partitionLog) offsetAt(ts int64) (offset, at int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, bt := range l.batches {
+	for i, bt := range l.batches.index {
 		if bt.base >= l.hw {
 			break
 		}
-		if maxTS := maxTimestamp(bt.data); maxTS >= ts {
+		if maxTS := maxTimestamp(l.batches.bytes(i)); maxTS >= ts {
 			return bt.base, maxTS
 		}
 	}

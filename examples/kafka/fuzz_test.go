@@ -126,14 +126,17 @@ func storedAreWellFormed(t *testing.T, b *Broker, checked map[*partitionLog]int)
 			return
 		}
 		l.mu.Lock()
-		batches := l.batches[checked[l]:]
-		checked[l] = len(l.batches)
+		var batches [][]byte
+		for i := checked[l]; i < l.batches.len(); i++ {
+			batches = append(batches, bytes.Clone(l.batches.bytes(i)))
+		}
+		checked[l] = l.batches.len()
 		l.mu.Unlock()
-		for _, stored := range batches {
-			sent := bytes.Clone(stored.data)
+		for _, sent := range batches {
+			offset := batchBase(sent)
 			binary.BigEndian.PutUint64(sent[offBaseOffset:], 0)
 			if err := wellFormed(sent); err != nil {
-				t.Fatalf("stored at %v offset %d: %v", l, stored.base, err)
+				t.Fatalf("stored at %v offset %d: %v", l, offset, err)
 			}
 		}
 	}

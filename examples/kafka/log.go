@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,23 +24,14 @@ type partitionLog struct {
 	gone  atomic.Bool // its topic was deleted: every request on it is answered UNKNOWN_TOPIC_OR_PARTITION
 
 	mu        sync.Mutex
-	batches   []batch // in offset order; batches[i].base == batches[i-1].last+1
-	start     int64   // the log start offset: batches[0].base, or end if none is held
-	end       int64   // the log end offset
-	size      int64   // bytes ever appended: positions are counted from the log's creation
+	batches   batchStore // in offset order, each starting where the last ended; positions are counted from the log's creation
+	start     int64      // the log start offset: the first batch's base, or end if none is held
+	end       int64      // the log end offset
 	hw        int64
 	followers []int64        // each follower's log end offset, as its last fetch said
 	copies    []*replicaCopy // each follower's copy, which it alone writes (not under mu)
 	isr       []follower     // each follower's place in the ISR (isr.go)
 	producers map[int64]*sequences
-}
-
-// batch is one record batch as the producer sent it, its base offset
-// rewritten to where it sits in the log.
-type batch struct {
-	base, last int64
-	pos        int64 // bytes of the log before this batch
-	data       []byte
 }
 
 func newPartitionLog(t *topic, index int32, replicas int) *partitionLog {
@@ -112,10 +102,8 @@ func (l *partitionLog) appendBatch(data []byte) (base, last int64, err error) {
 	}
 	base = l.leo()
 	last = base + span - 1
-	own := append([]byte(nil), data...) // the request's buffer is reused
+	own := l.batches.add(data, base, last) // a copy: the request's buffer is reused
 	binary.BigEndian.PutUint64(own[offBaseOffset:], uint64(base))
-	l.batches = append(l.batches, batch{base: base, last: last, pos: l.size, data: own})
-	l.size += int64(len(own))
 	l.end = last + 1
 	if ps != nil {
 		ps.record(seq, int32(span), base, last)
@@ -169,19 +157,13 @@ func (s *sequences) record(seq, span int32, base, last int64) {
 	s.n = min(s.n+1, len(s.recent))
 }
 
-// find returns the index of the batch holding offset, or len(batches) if
-// offset is at or past the end. The caller holds mu.
-func (l *partitionLog) find(offset int64) int {
-	return sort.Search(len(l.batches), func(i int) bool { return l.batches[i].last >= offset })
-}
-
 // posOf returns how many bytes of the log lie before the batch holding offset.
 // The caller holds mu.
 func (l *partitionLog) posOf(offset int64) int64 {
-	if i := l.find(offset); i < len(l.batches) {
-		return l.batches[i].pos
+	if i := l.batches.find(offset); i < l.batches.len() {
+		return l.batches.index[i].pos
 	}
-	return l.size
+	return l.batches.size
 }
 
 // bytesBefore returns how many bytes of the log lie before the batch holding
@@ -240,14 +222,16 @@ func (l *partitionLog) read(offset int64, maxBytes int32, follower bool) (record
 		return nil, l.start, l.hw, false
 	}
 	end := l.limit(follower)
-	for i := l.find(offset); i < len(l.batches) && l.batches[i].base < end; i++ {
-		b := l.batches[i]
-		if len(records) > 0 && len(records)+len(b.data) > int(maxBytes) {
+	i := l.batches.find(offset)
+	j, n := i, int64(0)
+	for ; j < l.batches.len() && l.batches.index[j].base < end; j++ {
+		b := l.batches.index[j]
+		if j > i && n+b.n > int64(maxBytes) {
 			break
 		}
-		records = append(records, b.data...)
+		n += b.n
 	}
-	return records, l.start, l.hw, true
+	return l.batches.appendBatches(nil, i, j), l.start, l.hw, true
 }
 
 // offsets returns the log's start, high watermark and end.
@@ -262,7 +246,8 @@ func (l *partitionLog) offsets() (start, hw, leo int64) {
 // the followers' copies, and reports whether the log start moved: batches
 // older than r.age (by their newest record's timestamp), and, while the
 // partition stays at least r.bytes without it, the oldest (Kafka's
-// deleteRetentionSizeBreachedSegments, a batch for a segment).
+// deleteRetentionSizeBreachedSegments, a batch for a segment). The memory
+// goes a segment of the batchStore at a time.
 func (l *partitionLog) retain(r retention, now time.Time) bool {
 	start, moved := l.retainLeader(r, now)
 	if moved {
@@ -276,28 +261,27 @@ func (l *partitionLog) retain(r retention, now time.Time) bool {
 func (l *partitionLog) retainLeader(r retention, now time.Time) (start int64, moved bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	held := l.size - l.posOf(l.start)
+	held := l.batches.size - l.posOf(l.start)
 	n := 0
-	for _, b := range l.batches {
+	for i, b := range l.batches.index {
 		if b.last >= l.hw {
 			break
 		}
-		old := r.age >= 0 && now.Sub(time.UnixMilli(maxTimestamp(b.data))) > r.age
-		big := r.bytes >= 0 && held-int64(len(b.data)) >= r.bytes
+		old := r.age >= 0 && now.Sub(time.UnixMilli(maxTimestamp(l.batches.bytes(i)))) > r.age
+		big := r.bytes >= 0 && held-b.n >= r.bytes
 		if !old && !big {
 			break
 		}
-		held -= int64(len(b.data))
+		held -= b.n
 		n++
 	}
 	if n == 0 {
 		return l.start, false
 	}
-	clear(l.batches[:n])
-	l.batches = l.batches[n:]
+	l.batches.dropFirst(n)
 	l.start = l.end
-	if len(l.batches) > 0 {
-		l.start = l.batches[0].base
+	if l.batches.len() > 0 {
+		l.start = l.batches.index[0].base
 	}
 	return l.start, true
 }

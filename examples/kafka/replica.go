@@ -145,7 +145,7 @@ func (b *Broker) wakeFollowers() {
 // all under its mu.
 type replicaCopy struct {
 	mu      sync.Mutex
-	batches [][]byte
+	batches batchStore
 	leo     int64
 }
 
@@ -160,7 +160,7 @@ func (c *replicaCopy) end() int64 {
 func (c *replicaCopy) restartAt(offset int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.batches, c.leo = nil, offset
+	c.batches, c.leo = batchStore{}, offset
 }
 
 // dropBefore drops the batches before offset, as the leader's retention
@@ -168,15 +168,10 @@ func (c *replicaCopy) restartAt(offset int64) {
 func (c *replicaCopy) dropBefore(offset int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n := 0
-	for n < len(c.batches) && batchLast(c.batches[n]) < offset {
-		n++
-	}
-	clear(c.batches[:n])
-	c.batches = c.batches[n:]
+	c.batches.dropFirst(c.batches.find(offset))
 }
 
-// add appends batches the leader sent, skipping any it holds already.
+// add copies the batches the leader sent, skipping any it holds already.
 func (c *replicaCopy) add(batches [][]byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -184,7 +179,7 @@ func (c *replicaCopy) add(batches [][]byte) {
 		if batchBase(data) < c.leo {
 			continue
 		}
-		c.batches = append(c.batches, data)
+		c.batches.add(data, batchBase(data), batchLast(data))
 		c.leo = batchLast(data) + 1
 	}
 }

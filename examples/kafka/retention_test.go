@@ -39,7 +39,7 @@ func TestRetentionBySize(t *testing.T) {
 		}
 		l := b.partition("sized", 0)
 		l.copies[0].mu.Lock()
-		copied := len(l.copies[0].batches)
+		copied := l.copies[0].batches.len()
 		l.copies[0].mu.Unlock()
 		if copied != 3 {
 			t.Errorf("the follower's copy holds %d batches; want the leader's 3", copied)
