@@ -109,6 +109,12 @@ func (b *Broker) handleFetch(req *kmsg.FetchRequest, reply func(kmsg.Response)) 
 func (b *Broker) fetchParts(d *delayedFetch) (keys []fetchKey, missing bool) {
 	now := time.Now()
 	var moved []*partitionLog
+	n := 0
+	for _, t := range d.req.Topics {
+		n += len(t.Partitions)
+	}
+	d.parts = make([]fetchPart, 0, n)
+	keys = make([]fetchKey, 0, n)
 	for ti, t := range d.req.Topics {
 		for _, p := range t.Partitions {
 			l := b.partition(t.Topic, p.Partition)
@@ -151,9 +157,11 @@ func (d *delayedFetch) response() kmsg.Response {
 	if d.req.Version < 3 || budget <= 0 {
 		budget = 1 << 62
 	}
+	resp.Topics = make([]kmsg.FetchResponseTopic, 0, len(d.req.Topics))
 	for _, t := range d.req.Topics {
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		rt.Partitions = make([]kmsg.FetchResponseTopicPartition, 0, len(t.Partitions)) // a part for each
 		resp.Topics = append(resp.Topics, rt)
 	}
 	var sent int64

@@ -118,9 +118,11 @@ func (b *Broker) handleProduce(req *kmsg.ProduceRequest, reply func(kmsg.Respons
 // be filled in.
 func produceResponse(req *kmsg.ProduceRequest) *kmsg.ProduceResponse {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	resp.Topics = make([]kmsg.ProduceResponseTopic, 0, len(req.Topics))
 	for _, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
+		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, 0, len(t.Partitions))
 		for _, p := range t.Partitions {
 			rp := kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition

@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/klauspost/compress/gzip"
@@ -90,9 +91,17 @@ func validateProduce(records []byte, maxBytes int) ([]byte, error) {
 	if err := checkHeader(records, attrs, count); err != nil {
 		return nil, err
 	}
-	body, err := decompress(records[batchHeaderLen:], attrs&attrCodec)
-	if err != nil {
-		return nil, err
+	body := records[batchHeaderLen:]
+	if codec := attrs & attrCodec; codec != 0 {
+		buf := decompressed.Get().(*[]byte)
+		defer decompressed.Put(buf)
+		var err error
+		if body, err = decompress(*buf, body, codec); err != nil {
+			return nil, err
+		}
+		if cap(body) <= maxKeptDecompressed {
+			*buf = body[:0] // what it grew to, for the next batch
+		}
 	}
 	maxDelta, err := checkRecords(body, count)
 	if err != nil {
@@ -229,33 +238,41 @@ func (r *recordReader) field(least int64) {
 }
 
 // decompress returns a compressed batch's records, at most maxDecompressed
-// bytes of them, or body itself if it is not compressed. The decompressors are
+// bytes of them, read into dst's space, or body itself if it is not
+// compressed. The decompressors are
 // reused (gzip's and lz4's from pools, one zstd decoder for small frames):
 // making one per batch cost more than the rest of a small batch's validation.
-func decompress(body []byte, codec uint16) ([]byte, error) {
+func decompress(dst, body []byte, codec uint16) ([]byte, error) {
 	var out []byte
 	var err error
 	switch codec {
 	case 0:
 		return body, nil
 	case 1:
-		out, err = gunzip(body)
+		out, err = gunzip(dst, body)
 	case 2:
-		out, err = unsnappy(body)
+		out, err = unsnappy(dst, body)
 	case 3:
 		zr := lz4Readers.Get().(*lz4.Reader)
 		zr.Reset(bytes.NewReader(body))
-		out, err = readAtMost(zr)
+		out, err = readAtMost(dst, zr)
 		zr.Reset(nil)
 		lz4Readers.Put(zr)
 	case 4:
-		out, err = unzstd(body)
+		out, err = unzstd(dst, body)
 	}
 	if err != nil {
 		return nil, refuse(kerr.CorruptMessage, "codec %d: %v", codec, err)
 	}
 	return out, nil
 }
+
+// decompressed holds buffers for the records of compressed batches, which
+// are decompressed only to be checked: each batch's are read into the last
+// one's space. One grown past maxKeptDecompressed is not kept.
+var decompressed = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxKeptDecompressed = 1 << 20
 
 var (
 	gzipReaders sync.Pool // of *gzip.Reader
@@ -276,12 +293,12 @@ const zstdSharedMax = 1 << 20
 
 // unzstd reads a zstd batch with the shared decoder, or, past its bound, with
 // a decoder of its own, let go after.
-func unzstd(body []byte) ([]byte, error) {
+func unzstd(dst, body []byte) ([]byte, error) {
 	zd, err := zstdShared()
 	if err != nil {
 		return nil, err
 	}
-	out, err := zd.DecodeAll(body, nil)
+	out, err := zd.DecodeAll(body, dst[:0])
 	if !errors.Is(err, zstd.ErrDecoderSizeExceeded) && !errors.Is(err, zstd.ErrWindowSizeExceeded) {
 		return out, err
 	}
@@ -290,10 +307,10 @@ func unzstd(body []byte) ([]byte, error) {
 		return nil, err
 	}
 	defer zd.Close()
-	return zd.DecodeAll(body, nil)
+	return zd.DecodeAll(body, dst[:0])
 }
 
-func gunzip(body []byte) ([]byte, error) {
+func gunzip(dst, body []byte) ([]byte, error) {
 	var zr *gzip.Reader
 	var err error
 	if v := gzipReaders.Get(); v != nil {
@@ -306,11 +323,15 @@ func gunzip(body []byte) ([]byte, error) {
 		return nil, err // a reader whose header failed is not reused
 	}
 	defer gzipReaders.Put(zr)
-	return readAtMost(zr)
+	return readAtMost(dst, zr)
 }
 
-func readAtMost(r io.Reader) ([]byte, error) {
-	out, err := io.ReadAll(io.LimitReader(r, maxDecompressed+1))
+// readAtMost reads r into dst's space, up to one byte more than
+// maxDecompressed, which is refused.
+func readAtMost(dst []byte, r io.Reader) ([]byte, error) {
+	buf := bytes.NewBuffer(dst[:0])
+	_, err := buf.ReadFrom(io.LimitReader(r, maxDecompressed+1))
+	out := buf.Bytes()
 	if err == nil && len(out) > maxDecompressed {
 		err = fmt.Errorf("decompresses to more than %d bytes", maxDecompressed)
 	}
@@ -322,14 +343,14 @@ func readAtMost(r io.Reader) ([]byte, error) {
 // snappy block.
 var xerialHeader = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
 
-func unsnappy(body []byte) ([]byte, error) {
+func unsnappy(dst, body []byte) ([]byte, error) {
 	if !bytes.HasPrefix(body, xerialHeader) {
-		return unsnappyBlock(nil, body)
+		return unsnappyBlock(dst[:0], body)
 	}
 	if len(body) < 16 {
 		return nil, errors.New("short xerial header")
 	}
-	var out []byte
+	out := dst[:0]
 	for rest := body[16:]; len(rest) > 0; {
 		if len(rest) < 4 {
 			return nil, errors.New("short xerial block length")
@@ -356,9 +377,10 @@ func unsnappyBlock(out, block []byte) ([]byte, error) {
 	if n > maxDecompressed-len(out) {
 		return nil, fmt.Errorf("decompresses to more than %d bytes", maxDecompressed)
 	}
-	dec, err := s2.Decode(nil, block)
+	out = slices.Grow(out, n)
+	dec, err := s2.Decode(out[len(out):len(out)+n], block) // decoded in place
 	if err != nil {
 		return nil, err
 	}
-	return append(out, dec...), nil
+	return out[:len(out)+len(dec)], nil
 }

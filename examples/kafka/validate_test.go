@@ -169,7 +169,7 @@ func TestValidateReusesDecompressors(t *testing.T) {
 // which so keeps no buffer of its size, and read by one of its own: stored.
 func TestValidateZstdPastTheSharedDecoder(t *testing.T) {
 	big := makeBatch(t, 40_000, kgo.ZstdCompression())
-	records, err := decompress(big[batchHeaderLen:], 4)
+	records, err := decompress(nil, big[batchHeaderLen:], 4)
 	if err != nil || len(records) <= zstdSharedMax {
 		t.Fatalf("the batch's records: %d bytes, %v; want over %d", len(records), err, zstdSharedMax)
 	}
