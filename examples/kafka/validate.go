@@ -239,9 +239,9 @@ func (r *recordReader) field(least int64) {
 
 // decompress returns a compressed batch's records, at most maxDecompressed
 // bytes of them, read into dst's space, or body itself if it is not
-// compressed. The decompressors are
-// reused (gzip's and lz4's from pools, one zstd decoder for small frames):
-// making one per batch cost more than the rest of a small batch's validation.
+// compressed. The decompressors are reused (gzip's and lz4's from pools, one
+// zstd decoder for small frames): making one per batch cost more than the
+// rest of a small batch's validation.
 func decompress(dst, body []byte, codec uint16) ([]byte, error) {
 	var out []byte
 	var err error
@@ -378,7 +378,8 @@ func unsnappyBlock(out, block []byte) ([]byte, error) {
 		return nil, fmt.Errorf("decompresses to more than %d bytes", maxDecompressed)
 	}
 	out = slices.Grow(out, n)
-	dec, err := s2.Decode(out[len(out):len(out)+n], block) // decoded in place
+	// Decoded in place: s2 decodes into dst when dst holds the decoded length.
+	dec, err := s2.Decode(out[len(out):len(out)+n], block)
 	if err != nil {
 		return nil, err
 	}
