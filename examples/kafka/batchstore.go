@@ -1,6 +1,9 @@
 package main
 
-import "sort"
+import (
+	"slices"
+	"sort"
+)
 
 // batchStore holds record batches in offset order: their bytes back to back
 // in a few large buffers (segments, as Kafka's log keeps them in segment
@@ -80,7 +83,7 @@ func (s *batchStore) find(offset int64) int {
 // bytes returns batch i.
 func (s *batchStore) bytes(i int) []byte {
 	b := s.index[i]
-	seg := s.segmentAt(b.pos)
+	seg := &s.segs[s.segmentIndex(b.pos)]
 	at := b.pos - seg.pos
 	return seg.data[at : at+b.n : at+b.n]
 }
@@ -91,7 +94,7 @@ func (s *batchStore) appendBatches(dst []byte, i, j int) []byte {
 		return dst
 	}
 	from, to := s.index[i].pos, s.index[j-1].pos+s.index[j-1].n
-	dst = growTo(dst, int(to-from))
+	dst = slices.Grow(dst, int(to-from))
 	for k := s.segmentIndex(from); from < to; k++ {
 		seg := s.segs[k]
 		end := min(to, seg.pos+int64(len(seg.data)))
@@ -99,14 +102,6 @@ func (s *batchStore) appendBatches(dst []byte, i, j int) []byte {
 		from = end // the next segment starts where seg's data ends
 	}
 	return dst
-}
-
-// growTo returns dst with room for n more bytes.
-func growTo(dst []byte, n int) []byte {
-	if cap(dst)-len(dst) >= n {
-		return dst
-	}
-	return append(make([]byte, 0, len(dst)+n), dst...)
 }
 
 // dropFirst drops the n oldest batches and frees the segments that held only
@@ -125,9 +120,7 @@ func (s *batchStore) dropFirst(n int) {
 	s.segs = s.segs[k:]
 }
 
-// segmentAt returns the segment holding position pos.
-func (s *batchStore) segmentAt(pos int64) *segment { return &s.segs[s.segmentIndex(pos)] }
-
+// segmentIndex returns the index of the segment holding position pos.
 func (s *batchStore) segmentIndex(pos int64) int {
 	return sort.Search(len(s.segs), func(k int) bool { return s.segs[k].pos > pos }) - 1
 }

@@ -176,10 +176,11 @@ func (c *replicaCopy) add(batches [][]byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, data := range batches {
-		if batchBase(data) < c.leo {
+		base, last := batchBase(data), batchLast(data)
+		if base < c.leo {
 			continue
 		}
-		c.batches.add(data, batchBase(data), batchLast(data))
-		c.leo = batchLast(data) + 1
+		c.batches.add(data, base, last)
+		c.leo = last + 1
 	}
 }
