@@ -27,6 +27,23 @@ func (b *Broker) groupState(id string) (groupState, int) {
 	return g.state, len(g.members)
 }
 
+// groupCommitted returns the sum of a group's committed offsets over all
+// partitions: the number of records it has committed past, when every
+// partition starts at offset 0.
+func (b *Broker) groupCommitted(id string) int64 {
+	g := b.groups.group(id, false)
+	if g == nil {
+		return 0
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var n int64
+	for _, c := range g.offsets {
+		n += c.offset
+	}
+	return n
+}
+
 // waitGroup waits until the group is Stable with n members.
 func waitGroup(ctx context.Context, t *testing.T, b *Broker, id string, n int) {
 	t.Helper()
@@ -145,11 +162,19 @@ func TestGroupConsumers(t *testing.T) {
 				t.Fatalf("partitions read: %v and %v; want the 4 split between the members", p1, p2)
 			}
 			t.Logf("%s: member one read partitions %v, member two %v", name, p1, p2)
+			// A member commits after it has seen; closing two before its
+			// commit lands would hand one records it must read again.
+			for b.groupCommitted("grp") < 400 {
+				if ctx.Err() != nil {
+					t.Fatalf("the group committed %d of 400 records", b.groupCommitted("grp"))
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
 
 			two.close() // leaves the group: a rebalance gives one every partition
 			waitGroup(ctx, t, b, "grp", 1)
 			produce(400, 500)
-			for one.count()+two.count() < 500 {
+			for one.count()+two.count() < 500 || b.groupCommitted("grp") < 500 {
 				if ctx.Err() != nil {
 					t.Fatalf("after member two left, members saw %d and %d of 500 records", one.count(), two.count())
 				}
