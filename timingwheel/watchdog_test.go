@@ -58,7 +58,8 @@ func TestStatsShowBusyAndQueued(t *testing.T) {
 // the callbacks of its batch wait behind it.
 func TestStatsShowBusyInline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tw := testkit.Wheel(t, timingwheel.WithExecutor(timingwheel.InlineExecutor()))
+		// One shard: the two timers come out in the order they were armed.
+		tw := testkit.Wheel(t, timingwheel.WithExecutor(timingwheel.InlineExecutor()), timingwheel.WithShards(1))
 		release := make(chan struct{})
 		tw.AfterFunc(time.Millisecond, blockOn(release))
 		tw.AfterFunc(time.Millisecond, func() {})
@@ -85,7 +86,10 @@ func TestStuckCallbacksAreLogged(t *testing.T) {
 	executors(t, func(t *testing.T, exec timingwheel.Executor) {
 		synctest.Test(t, func(t *testing.T) {
 			logger, logged := logcapture.Logger()
-			tw := testkit.Wheel(t, timingwheel.WithExecutor(exec), timingwheel.WithLogger(logger))
+			// One shard: the two timers due at 60 s below come out of it in
+			// the order they were armed (from two shards, equal deadlines
+			// come in shard order).
+			tw := testkit.Wheel(t, timingwheel.WithExecutor(exec), timingwheel.WithLogger(logger), timingwheel.WithShards(1))
 			release := make(chan struct{})
 			block := blockOn(release)
 			// The pool's watchdog started with the first callbacks, at 1 ms,
@@ -100,12 +104,18 @@ func TestStuckCallbacksAreLogged(t *testing.T) {
 			for range workers - 1 {
 				tw.AfterFunc(time.Millisecond, block)
 			}
-			time.Sleep(time.Minute)
+			// At 60 s the last worker enters one and a callback queues
+			// behind it. Armed now, both are due in one batch: two
+			// AfterFunc(0) calls at 60 s could reach the inline driver in
+			// two, the second still in the wheel, not queued, once the
+			// driver is inside the first.
+			tw.AfterFunc(time.Minute, block)
+			tw.AfterFunc(time.Minute, func() {})
+			time.Sleep(time.Minute - time.Nanosecond)
 			synctest.Wait()
 			require.Empty(t, logged.String(), "a worker is still free")
+			time.Sleep(time.Nanosecond) // now every worker is inside one
 
-			tw.AfterFunc(0, block) // now every worker is inside one
-			tw.AfterFunc(0, func() {})
 			time.Sleep(timingwheel.StuckAfter - time.Second)
 			synctest.Wait()
 			require.Empty(t, logged.String(), "not yet StuckAfter")
