@@ -176,7 +176,7 @@ func TestGroupConsumers(t *testing.T) {
 			produce(400, 500)
 			for one.count()+two.count() < 500 || b.groupCommitted("grp") < 500 {
 				if ctx.Err() != nil {
-					t.Fatalf("after member two left, members saw %d and %d of 500 records", one.count(), two.count())
+					t.Fatalf("after member two left, members saw %d and %d of 500 records and the group committed %d", one.count(), two.count(), b.groupCommitted("grp"))
 				}
 				time.Sleep(5 * time.Millisecond)
 			}
