@@ -187,13 +187,12 @@ func (o *outbox) write() {
 			_, err := o.nc.Write(buf)
 			o.mu.Lock()
 			o.spare = buf[:0]
-			o.outN += n
 			if err != nil {
+				o.outN += n // fail frees them with the rest
 				o.fail()
 				break
 			}
-			o.free(o.outN)
-			o.outN = 0
+			o.free(n) // out's answers, given meanwhile, keep theirs until written
 			o.encodeReady()
 		}
 		if o.handed {

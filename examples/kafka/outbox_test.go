@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
+	"io"
 	"net"
 	"strings"
 	"testing"
@@ -131,4 +133,48 @@ func TestAnswersInRequestOrderOverAPipe(t *testing.T) {
 			t.Errorf("no write was handed to the writer over a pipe")
 		}
 	})
+}
+
+// TestAnAnswerHoldsItsSlotUntilWritten: an answer given while the writer
+// waits for the client to read an earlier one keeps its slot until it is
+// written itself, so that maxInFlight bounds the answers not yet written,
+// not only those not yet encoded.
+func TestAnAnswerHoldsItsSlotUntilWritten(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		server, client := net.Pipe() // no file descriptor: every write is the writer's
+		defer client.Close()
+		var o outbox
+		o.init(server)
+		wrote := make(chan struct{})
+		go func() { defer close(wrote); o.write() }()
+		h := header{key: kmsg.ApiVersions, correlation: 1}
+		first, second := o.enqueue(h), o.enqueue(h)
+		first.reply(kmsg.NewPtrApiVersionsResponse())
+		synctest.Wait() // the writer waits for the client to read the first
+		second.reply(kmsg.NewPtrApiVersionsResponse())
+		readFrame(t, client)
+		synctest.Wait() // the first is written; the writer waits on the second
+		if got := len(o.slots); got != 1 {
+			t.Errorf("with one answer written and one being written, %d slots are taken; want 1", got)
+		}
+		readFrame(t, client)
+		synctest.Wait()
+		if got := len(o.slots); got != 0 {
+			t.Errorf("with both answers written, %d slots are taken; want 0", got)
+		}
+		o.readEnded()
+		<-wrote
+	})
+}
+
+// readFrame reads one size-prefixed frame from r.
+func readFrame(t *testing.T, r io.Reader) {
+	t.Helper()
+	var size [4]byte
+	if _, err := io.ReadFull(r, size[:]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(r, make([]byte, binary.BigEndian.Uint32(size[:]))); err != nil {
+		t.Fatal(err)
+	}
 }
