@@ -15,11 +15,14 @@ import (
 // Close does and waited for nothing.
 var ErrShutdownInCallback = errors.New("purgatory: Shutdown called from a callback: closed, waited for nothing; call Close there")
 
-// Close ends every pending operation now with Outcome Closed, running
-// OnComplete (not OnExpiration: shutting down is not a timeout) on the calling
-// goroutine, and then stops the timing wheel if the purgatory created it.
-// Nothing is dropped silently: an operation being added while Close runs is
-// ended either by Close or by TryCompleteElseWatch itself. A panic in a
+// Close ends every pending operation with Outcome Closed, running OnComplete
+// (not OnExpiration: shutting down is not a timeout) on the calling goroutine,
+// and then stops the timing wheel if the purgatory created it. An operation
+// whose TryComplete runs at that moment is not waited for: Close leaves Closed
+// for that try, and the operation ends when the try returns, on the trying
+// goroutine (Completed, if the try passed). Nothing is dropped silently: an
+// operation being added while Close runs is ended either by Close or by
+// TryCompleteElseWatch itself. A panic in a
 // callback during the sweep is recovered and reported (WithPanicHandler, or
 // the log) and the sweep goes on, so Close always ends everything and stops
 // its wheel. Close is idempotent: later calls return at once, even while the
@@ -31,8 +34,8 @@ var ErrShutdownInCallback = errors.New("purgatory: Shutdown called from a callba
 // call Shutdown with a context instead.
 //
 // Close does not wait for callbacks that a timeout or a context started just
-// before it (they find their operations ended, or end them themselves): use
-// Shutdown for that. In an http.Server with long polls parked here, register
+// before it (they find their operations ended, or end them themselves), nor
+// for the tries under way: use Shutdown for the first. In an http.Server with long polls parked here, register
 // Close with srv.RegisterOnShutdown before calling srv.Shutdown: Shutdown
 // waits for the handlers, and the handlers wait for their operations.
 func (p *Purgatory[K]) Close() {
@@ -67,9 +70,11 @@ func (p *Purgatory[K]) Close() {
 // wait the same way.
 //
 // Shutdown does not wait for callbacks that run inside the caller's own calls
-// (CheckAndComplete, TryCompleteElseWatch, ForceComplete, ForceCompleteForKey
-// on other goroutines): those goroutines are the caller's to wait for, as the
-// handlers' connections are http.Server's.
+// (CheckAndComplete, HandOff, Advance, TryCompleteElseWatch, ForceComplete,
+// ForceCompleteForKey on other goroutines), which include the callbacks of the
+// operations whose tries were under way when Close, a timeout or a context
+// left its outcome for them: those goroutines are the caller's to wait for,
+// as the handlers' connections are http.Server's.
 //
 // Do not call Shutdown from an operation's callback: it would wait for
 // itself. Called from one that it counts (OnComplete or OnExpiration run by a
@@ -87,10 +92,10 @@ func (p *Purgatory[K]) Shutdown(ctx context.Context) error {
 	select {
 	case <-p.swept:
 	case <-ctx.Done():
-		return p.heldUp(ctx)
+		return p.shutdownError(ctx)
 	}
 	if err := p.core.counters.inflight.Wait(ctx); err != nil {
-		return p.heldUp(ctx)
+		return p.shutdownError(ctx)
 	}
 	if p.ownsWheel {
 		if _, err := p.tw.Shutdown(ctx); err != nil {
@@ -100,11 +105,11 @@ func (p *Purgatory[K]) Shutdown(ctx context.Context) error {
 	return nil
 }
 
-// heldUp is Shutdown's error once ctx is done: it wraps ctx's error, names
-// the callbacks still running, and says the same to the logger.
-func (p *Purgatory[K]) heldUp(ctx context.Context) error {
+// shutdownError is Shutdown's error once ctx is done: it wraps ctx's error,
+// names the callbacks still running, and says the same to the logger.
+func (p *Purgatory[K]) shutdownError(ctx context.Context) error {
 	c := &p.core
-	count, list := c.describe(c.dog.running(time.Now()), time.Now())
+	count, list := c.describe(c.dog.current(time.Now()), time.Now())
 	if list == "" {
 		list = "none is tracked (a panic handler runs, or a callback the watch could not track)"
 	}

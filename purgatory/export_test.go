@@ -24,7 +24,7 @@ func (p *Purgatory[K]) ListsAtRest() error {
 func (sh *shard[K]) atRest() error {
 	empty := 0
 	for key, l := range sh.lists {
-		if w := l.walking.Load(); w&^listLeveled != 0 {
+		if w := l.walking.Load(); !restingWord(w) {
 			return fmt.Errorf("key %v: walk word %b with no walk under way", key, w)
 		}
 		dead := 0

@@ -22,7 +22,7 @@ func TestLayout(t *testing.T) {
 	require.EqualValues(t, cacheline.Size, unsafe.Sizeof(shard[string]{}), "a shard is one block")
 	require.EqualValues(t, cacheline.Size, unsafe.Sizeof(shard[int]{}), "a shard is one block")
 	require.EqualValues(t, cacheline.Size, unsafe.Sizeof(stripe{}), "a stripe is one block, so that two never share one")
-	require.EqualValues(t, cacheline.Size, unsafe.Sizeof(running{}), "a P's slots are one block")
+	require.EqualValues(t, cacheline.Size, unsafe.Sizeof(slotBlock{}), "a P's slots are one block")
 	var l watchList[string]
 	require.LessOrEqual(t, unsafe.Offsetof(l.entries)+unsafe.Sizeof(l.entries), uintptr(64), "count, walk and entries, which every drop and walk touch, share the list's first cache line")
 	require.EqualValues(t, 64, unsafe.Sizeof(watchList[int]{}), "a list of an int key fits the 64-byte size class, as it did before levels")

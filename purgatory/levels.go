@@ -37,12 +37,15 @@ func At[K comparable](key K, level int64) Level[K] { return Level[K]{key, level}
 const noLevel = math.MinInt64
 
 // levelState is a key's level, and what waits for a higher one: a min-heap
-// of entries by the level each waits for (the one heap type the wheel's
-// current tick uses too).
+// of entries by the level each waits for, ties in the order they were watched
+// (the one heap type the wheel's current tick uses too). It also holds the
+// solo uses handed to the key's walk (hand), a rare path that needs a place
+// off the list's first cache line.
 type levelState struct {
-	levels    minheap.Heap[entry]
-	high      int64 // the highest level Advance reported; noLevel before
-	finishing []*Op // solo uses over, to finish when the walk leaves (deferFinish)
+	levels minheap.Heap[entry]
+	high   int64   // the highest level Advance reported; noLevel before
+	seq    uint64  // watches at a level so far: the order of ties
+	handed []entry // solo uses whose outcome was left for the walk (hand)
 }
 
 // filter keeps the entries of operations that have not ended, and restores

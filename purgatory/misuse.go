@@ -22,8 +22,8 @@ func opOf(op Operation, caller string) (o *Op) {
 	return op.mustEmbedPurgatoryOp()
 }
 
-// checkTimeout panics if the operation has no way to end by itself.
-func (o *Op) checkTimeout(impl Operation) {
+// mustHaveTimeout panics if the operation has no way to end by itself.
+func (o *Op) mustHaveTimeout(impl Operation) {
 	if o.Timeout != 0 {
 		return
 	}

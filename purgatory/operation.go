@@ -3,6 +3,7 @@ package purgatory
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/purgatory-go/purgatory/timingwheel"
@@ -16,32 +17,39 @@ import (
 // documentation ("Panics") for what happens then, and ("Re-entrancy") for what
 // each may call.
 type Operation interface {
-	// TryComplete reports whether the operation can complete now. It must
-	// only check: when it returns true, the purgatory completes the
-	// operation, unless another path has just won. It is called possibly
-	// many times, never after the operation has ended, and never
-	// concurrently with itself for the same operation: a try asked for while
-	// another runs is made by the goroutine already trying, once more,
-	// before it lets go (Kafka 2.x's maybeTryComplete). If Op.Locker is set,
-	// it is held while TryComplete runs. It must not block: a key is walked
-	// by one CheckAndComplete at a time, so a TryComplete that blocks holds
-	// up the other operations of its key (never a caller: a CheckAndComplete
-	// that finds the key walked asks the walk for one more pass and returns).
+	// TryComplete reports whether the operation completes now, and may take
+	// what it completes with: pop an item from a queue, take a slot. A try
+	// that returns true completes that use with Outcome Completed, whatever
+	// else happens meanwhile: a timeout, ForceComplete, the context, Close
+	// or CancelForKey that meets a running try leaves its outcome for the
+	// try, which ends the operation with it only if it returns false. So
+	// what a passing try took is never lost.
+	//
+	// It is called possibly many times, never after the operation has
+	// ended, and never concurrently with itself for the same operation: a
+	// try asked for while another runs is made by the goroutine already
+	// trying, once more, before it lets go (Kafka 2.x's maybeTryComplete).
+	// If Op.Locker is set, it is held while TryComplete runs. It must not
+	// block: a key is walked by one call at a time, so a TryComplete that
+	// blocks holds up the other operations of its key and any outcome left
+	// for it (never a caller: a CheckAndComplete or HandOff that finds the
+	// key walked asks the walk for one more pass and returns).
 	TryComplete() bool
 	// OnComplete runs exactly once, whichever path ends the operation
-	// (Op.Outcome tells which), on the goroutine that ended it, with no
-	// library lock held. It does not run for an operation cancelled by
+	// (Op.Outcome tells which), with no library lock held: on the goroutine
+	// that ended it, which for an outcome left for a try is the goroutine
+	// that ran that try. It does not run for an operation cancelled by
 	// CancelForKey.
 	//
 	// OnComplete must not block: it runs inside the call that ended the
-	// operation (CheckAndComplete, TryCompleteElseWatch, ForceComplete,
-	// Close) or on a timing-wheel worker, which waits for it. Answer through
-	// a channel with room for the answer (make(chan T, 1)), or hand slow
-	// work to a goroutine of your own.
+	// operation (CheckAndComplete, HandOff, TryCompleteElseWatch,
+	// ForceComplete, Close) or on a timing-wheel worker, which waits for
+	// it. Answer through a channel with room for the answer
+	// (make(chan T, 1)), or hand slow work to a goroutine of your own.
 	OnComplete()
 	// OnExpiration runs after OnComplete when the timeout ended the
-	// operation (Outcome Expired), even if OnComplete panicked. It does not
-	// run for any other outcome, Closed included.
+	// operation (Outcome Expired), even if OnComplete panicked, on the same
+	// goroutine. It does not run for any other outcome, Closed included.
 	OnExpiration()
 
 	// mustEmbedPurgatoryOp is Op's: an Operation is a struct that embeds
@@ -49,86 +57,57 @@ type Operation interface {
 	mustEmbedPurgatoryOp() *Op
 }
 
-// An operation's life, in one place (the manner of runtime/time.go).
+// An operation's life, in one place (the manner of runtime/time.go). Its
+// state word, every bit and every move of it, is state.go's; this is what
+// the moves mean.
 //
-// Op.state is one word, read and written only in state.go, by atomic
-// moves: the use's generation, its Outcome, the try (a turn, turn.go:
-// trying and again), the flags (solo, locker, recycler, bound) and the pins.
-// Each bit's invariants are on its constant there. A use's states, and who
-// moves between them:
+// A use is pending until exactly one move gives it an outcome. A try runs
+// under the try bit (one TryComplete at a time): TryCompleteElseWatch holds
+// it from bind to its last settle, a walk takes it per try (acquire), and
+// whoever wants a try while it is held asks the holder for one more
+// (turnAgain) rather than wait. The other paths (ForceComplete, the timeout,
+// the context, Close, CancelForKey, ForceCompleteForKey, Shed) claim the
+// use: one that finds no try running ends it and runs its callbacks; one
+// that meets a try leaves its outcome for it (left), and the try's holder
+// ends the use, with Completed if the try passed and with the outcome left
+// otherwise, on its own goroutine. So an outcome is set only where no try
+// runs, and a try that passes always wins (issue 44; Kafka 4.x closed the
+// same gap for expiry with the operation's lock, KAFKA-19312, which a
+// library that cannot tell a try on the caller's own goroutine from
+// another's could not take).
 //
-//	Pending              no outcome, no try running. acquire may take the
-//	                     try bit; claim may set an outcome.
-//	Pending|trying       one goroutine runs TryComplete (it holds the try
-//	                     bit). acquire by anyone else sets again instead of
-//	                     waiting; claim may still set an outcome.
-//	Pending|trying|again a try was asked for during the running one: the
-//	                     holder's settle clears again and tries once more.
-//	outcome (|try bits)  ended. Exactly one claim wins (claim, or settle
-//	                     claiming Completed); nothing leaves an outcome.
-//	withdrawn            internal outcome of a TryCompleteElseWatch undone
-//	                     because TryComplete panicked (abandon); Outcome
-//	                     reports Pending.
-//	Pending|solo         watched under one key, and TryCompleteElseWatch has
-//	                     let go: only that key's walk tries it, without the
-//	                     try bit, and claims Completed if it passes.
-//	over                 ended, no try bit held, no pin: nothing of the use
-//	                     can run any more (its callbacks have returned, its
-//	                     timeout and context callbacks will not run or have
-//	                     run, no walk can be trying it). The move that leaves
-//	                     it so finishes the use (Recycle); bind may then start
-//	                     the next use, generation + 1.
+// A use watched under one key is solo once TryCompleteElseWatch lets go: only
+// that key's walk tries it, without the try bit (a try costs a load, not two
+// compare-and-swaps), and a claim hands its outcome to that walk when one is
+// under way (the steps at handToWalk).
 //
 // The pins, each set only while the use is pending and cleared once: the
-// claim's (ending, until the winner's complete has run the callbacks), the
-// timeout's (armed, until a Stop prevents the fire or the fire has run), the
-// context's (until its stop prevents the callback or the callback has run),
-// and walked (a solo use ended by another path while a walk of its key may be
-// trying it without the try bit: until that walk leaves the key). So a stale
-// timeout, context callback or walk of a use never meets the next use: the
-// timer and the context callback cannot outlive the use that armed them, and
-// a watch-list entry, which may outlive it until its list compacts, carries
-// its generation, which every walk and every entry's path (Close,
-// CancelForKey, ForceCompleteForKey) compares before it tries or ends.
-//
-// Why a solo operation may be tried without the try bit, step by step, for
-// an operation watched under key k alone (Kafka argues its
-// tryCompleteElseWatch the same way):
-//
-//  1. TryCompleteElseWatch holds the try bit from its first try to its last
-//     settle. A walk of k that meets the operation meanwhile cannot take
-//     the bit; it sets again, and the holder tries once more before it lets
-//     go, so the walk's event is not missed.
-//  2. The last settle clears the try bit and sets solo in one
-//     compare-and-swap, and TryCompleteElseWatch never tries the operation
-//     again.
-//  3. After 2 nothing tries the operation but a walk of k: it is in no
-//     other key's list, and ForceComplete, its timeout, its context and
-//     Close end it with claim, without a try.
-//  4. Walks of k never overlap: k's list has one walk at a time (its
-//     walking turn), and a CheckAndComplete or Advance of k that finds it
-//     taken asks that walk for one more pass and returns. So after 2 the
-//     tries are one walk's, one after another, and need no bit.
-//  5. A walk that read the state before 2 found walkOnly false and takes
-//     the try bit as usual (acquire; it fails and sets again until 2 has
-//     happened); it lets go keeping solo.
-//  6. An outcome claimed during a walk's try (a timeout, ForceComplete)
-//     wins over the try's own claim of Completed, which then fails: the
-//     operation ends once, and the walk does not count it.
+// ending pin (set with the outcome, until the winner's complete has run the
+// callbacks), the timeout's (armed, until a Stop prevents the fire or the
+// fire has run) and the context's (until its stop prevents the callback or
+// the callback has run). The move that clears the last one makes the use
+// over: it is recycled (Recycle), and bind may start the next use,
+// generation + 1. So a stale timeout or context callback never meets the
+// next use, and a watch-list entry, which may outlive its use until its list
+// compacts, carries its generation, which every walk and every entry's path
+// (Close, CancelForKey, ForceCompleteForKey) compares before it tries or
+// ends.
 //
 // Where it waits, under each of its keys (watchlist.go, levels.go): a plain
 // watch, or a watch at a level the key has reached, is an entry of the key's
-// list, tried by every walk of the key. A watch at a level the key has not
-// reached waits in the key's level heap, tried only by CheckAndComplete,
-// until an Advance of the key to that level moves it to the entries (reach,
-// lowest level first); it never goes back. Wherever it waits, its end drops
-// it there (a count; the list compacts itself), never unlinks it.
+// list, in the order added; every walk of the key reads them in that order. A
+// watch at a level the key has not reached waits in the key's level heap,
+// tried only by CheckAndComplete, until an Advance of the key to that level
+// appends it to the entries (reach, lowest level first, ties in the order
+// added); it never goes back. Wherever it waits, its end drops it there (a
+// count; the list compacts itself), never unlinks it.
 //
 // Attaching and detaching, under Op.book: detach, which the winner of the
-// claim runs after the claim, reads the use's watch-list places and context
-// stop under Op.book; watch and watchContext attach under Op.book only if
-// the use has not ended. So nothing attaches to a use after its detach has
-// looked. (The timeout has its own handshake: armTimer.)
+// outcome runs after setting it, reads the use's watch-list places and
+// context stop under Op.book and clears them for the next use; watch and
+// watchContext attach under Op.book only if the use has not ended. So nothing
+// attaches to a use after its detach has looked. (The timeout has its own
+// handshake: armTimer.)
 //
 // The flag beside it:
 //
@@ -137,13 +116,13 @@ type Operation interface {
 //	                operation Close's walk missed is ended Closed there.
 //
 // Lock order, the one place it is written: the try bit or a key's walk (both
-// turns), then Op.Locker (held only while TryComplete runs; a key's walk also
-// while OnComplete runs), then Op.book, then a shard's mutex (shard.mu, which
-// guards its map and its lists' entries and heaps). A wheel shard's mutex
-// (inside Timer.Reset and Timer.Stop) is taken with no purgatory lock held;
-// bind's InitTimer takes none. No library lock is held while user code runs:
-// turns are flags that nobody waits on (whoever finds one taken asks its
-// holder for one more round, and moves on).
+// turns), then Op.Locker (held only while TryComplete runs), then Op.book,
+// then a shard's mutex (shard.mu, which guards its map and its lists' entries
+// and heaps). A wheel shard's mutex (inside Timer.Reset and Timer.Stop) is
+// taken with no purgatory lock held; bind's InitTimer takes none. No library
+// lock is held while user code runs: turns are flags that nobody waits on
+// (whoever finds one taken asks its holder for one more round, or leaves its
+// outcome to it, and moves on).
 
 // Op is the purgatory's bookkeeping for one operation, to be embedded (by
 // value) in an [Operation]. Set Timeout (and optionally Context and Locker)
@@ -184,8 +163,10 @@ type Op struct {
 	// ContextDone (OnComplete runs; OnExpiration does not).
 	Context context.Context
 
-	// Immutable once bind has set them (under book, before the operation is
-	// watched anywhere or its timer armed).
+	// Written by the one bind whose compare-and-swap started the first use
+	// (impl, core, timer) or the use (start), before the operation is
+	// watched anywhere or its timer armed; immutable after. A bind that
+	// loses reads none of them.
 	impl  Operation     // the embedding operation
 	core  *core         // the purgatory's settings and counters
 	start time.Duration // since settings.epoch, when bound; read only with an observer
@@ -194,8 +175,9 @@ type Op struct {
 	// Handler (opTimeout). Its methods are safe for concurrent use.
 	timer timingwheel.Timer
 
-	// Under book, which is never held while user code runs. A use's
-	// bind resets them while the operation is between uses.
+	// Under book, which is never held while user code runs. Set by watch
+	// and watchContext; read and cleared by the use's detach, so each use
+	// starts with none.
 	book    sync.Mutex
 	first   place       // the first key's watch list: most operations watch one key
 	places  []place     // further keys' watch lists
@@ -215,7 +197,7 @@ type Op struct {
 	// embedding operation's own first fields, which TryComplete most likely
 	// reads: a try then usually touches one cache line of the operation, not
 	// two (TestLayout).
-	state turn // the use's generation and Outcome, the try bits, the flags and the pins (state.go)
+	state atomic.Int64 // the use's generation and Outcome, the try bits, the flags, the pins and an outcome left (state.go)
 }
 
 // A Recycler is an Operation that the purgatory hands back once it is done
@@ -239,32 +221,120 @@ func (o *Op) mustEmbedPurgatoryOp() *Op { return o }
 
 // ForceComplete completes op from outside the purgatory (Kafka's
 // forceComplete), for example when a response arrives by another route. It
-// returns true if this call completed op, and false if op had already ended:
-// of all the paths that race to end an operation, exactly one wins. OnComplete
-// runs on the calling goroutine before ForceComplete returns; if it panics, op
-// has still ended (Forced, and counted) and the panic reaches the caller. It
-// may be called before op is handed to TryCompleteElseWatch, and from inside
-// TryComplete (though returning true there is the usual way). A nil op is a
-// misuse and panics. On a reused operation it ends the current use.
+// returns true if op was pending: it ends op with Outcome Forced now, running
+// OnComplete on the calling goroutine before it returns, or, if a try of op is
+// running (on any goroutine, this one included), it leaves Forced for that
+// try, which ends op when it returns: Completed if it passed, Forced
+// otherwise, with OnComplete on the trying goroutine. It returns false if op
+// had ended, or already has an outcome left for its try: of all the paths that
+// race to end an operation, exactly one decides.
+//
+// It may be called before op is handed to TryCompleteElseWatch (op then ends
+// at once and is never added), and from inside TryComplete, where it leaves
+// Forced for that very try; a TryComplete that has taken what it completes
+// with returns true instead. If OnComplete panics, op has still ended (Forced,
+// and counted) and the panic reaches the caller. A nil op is a misuse and
+// panics. On a reused operation it ends the current use.
 func ForceComplete(op Operation) bool {
 	o := opOf(op, "ForceComplete")
-	if !o.claim(Forced) {
+	r, g := o.claim(Forced)
+	return o.end(op, g, r, Forced)
+}
+
+// end acts on a claim of outcome for use g (claim, claimAt) and reports
+// whether it decided the use's end: it completes a use it ended, hands a solo
+// use to its key's walk, and leaves the rest to the try under way.
+func (o *Op) end(impl Operation, g gen, r claimed, outcome Outcome) bool {
+	switch r {
+	case claimLost:
 		return false
+	case claimEnded:
+		o.complete(impl, outcome)
+	case claimLeftSolo:
+		o.handToWalk(impl, g)
 	}
-	o.complete(op, Forced, false)
 	return true
 }
 
-// complete runs once per use, after a successful claim: it detaches the
-// operation from its timer, context and watch lists, counts the outcome and
-// runs the callbacks, with no library lock held, listed meanwhile in a slot
-// that the stuck-callback watchdog samples (watchdog.go). Each callback runs
-// even if the one before it panicked; the panic then continues once they have
-// run. Then it lets go of the claim's pin (noSoloTry: see release), which may
-// finish the use.
-func (o *Op) complete(impl Operation, outcome Outcome, noSoloTry bool) {
+// endOwn ends the current use with outcome, or leaves it for its try: the
+// paths that own the current use (its timeout, its context, Close's and
+// Shed's ends in TryCompleteElseWatch).
+func (o *Op) endOwn(outcome Outcome) bool {
+	r, g := o.claim(outcome)
+	return o.end(o.impl, g, r, outcome)
+}
+
+// endAt is endOwn for use g only: the paths that reach the operation through
+// a watch-list entry (Close, CancelForKey, ForceCompleteForKey).
+func (o *Op) endAt(g gen, impl Operation, outcome Outcome) bool {
+	return o.end(impl, g, o.claimAt(g, outcome), outcome)
+}
+
+// handToWalk applies the outcome just left on a solo use (claimLeftSolo), or
+// hands the use to the walk of its key that may be trying it. Why that walk's
+// try is never overtaken, step by step, for a use watched under key k alone
+// (Kafka argues its tryCompleteElseWatch the same way):
+//
+//  1. After TryCompleteElseWatch's last settle, which sets solo in the move
+//     that lets go of the try bit, nothing tries the use but a walk of k: it
+//     is in no other list, and every other path claims it, without a try.
+//  2. Walks of k never overlap (k's walking turn: a walk that finds it taken
+//     asks for one more round and returns), and a walk takes the turn before
+//     it reads an entry's state. So the tries are one walk's, in turn.
+//  3. A claim of a solo use does not end it: it leaves its outcome
+//     (claimMove), and only then looks whether a walk holds k (below).
+//  4. If one does, the claim hands the use to it (hand): that walk applies
+//     the outcome once its try has said no (soloMove), when it next meets
+//     the entry (stepApply), right after its current try (takeHanded), or
+//     as it leaves k; if its try passes, it claims Completed instead.
+//  5. If none does, no walk is trying the use: one that took k before 3's
+//     look has let go, and one that takes k after it reads the state after
+//     3's leaving (2), finds the outcome left and applies it without a try.
+//     So the claimer applies it itself (apply).
+//  6. 4's walk and 5's claimer may both apply it: one compare-and-swap
+//     wins (applyMove), and only the winner completes the use.
+//
+// The atomics are sequentially consistent, so of 3's leaving and 2's read,
+// and of 3's look and 2's take, one sees the other.
+func (o *Op) handToWalk(impl Operation, g gen) {
+	o.book.Lock()
+	l := o.first // nil once detached: applied already (6)
+	o.book.Unlock()
+	if l == nil {
+		return
+	}
+	if l.walked() { // 4
+		applyAll(l.hand(entry{impl, o, g})) // none, unless the walk let go meanwhile
+		return
+	}
+	if out := o.apply(g); out != Pending { // 5
+		o.complete(impl, out)
+	}
+}
+
+// applyAll applies the outcomes left on the solo uses of es, handed to a walk
+// (hand), and completes those it applies; a callback that panics does not
+// keep the rest from ending, and the panic goes on once they have.
+func applyAll(es []entry) {
+	if len(es) == 0 {
+		return
+	}
+	defer applyAll(es[1:]) // not in a loop: an open-coded defer costs nothing
+	if out := es[0].op.apply(es[0].gen); out != Pending {
+		es[0].op.complete(es[0].impl, out)
+	}
+}
+
+// complete runs once per use, after the move that set its outcome: it
+// detaches the operation from its timer, context and watch lists, counts the
+// outcome and runs the callbacks, with no library lock held, listed meanwhile
+// in a slot that the stuck-callback watchdog samples (watchdog.go). Each
+// callback runs even if the one before it panicked; the panic then continues
+// once they have run. Then it lets go of the ending pin, which may make the
+// use over.
+func (o *Op) complete(impl Operation, outcome Outcome) {
 	c, unpin := o.detach()
-	defer o.release(endingBit|unpin, noSoloTry)
+	defer o.unpin(endingBit | unpin)
 	if c == nil {
 		callbacks(impl, outcome)
 		return
@@ -294,17 +364,17 @@ func callbacks(impl Operation, outcome Outcome) {
 	impl.OnComplete()
 }
 
-// detach marks the use done and takes it off its timer and context, and
-// tells each of its watch lists that its entry there is dead. It returns the
-// purgatory's core, nil if the operation was never bound, and the pins whose
-// part it ended (a timeout it stopped before the fire, a context callback it
-// stopped before it ran), for the caller to let go of with its own.
+// detach takes the ended use off its timer and context, tells each of its
+// watch lists that its entry there is dead, and clears its places for the
+// next use. It returns the purgatory's core, nil if the operation was never
+// bound, and the pins whose part it ended (a timeout it stopped before the
+// fire, a context callback it stopped before it ran), for the caller to let
+// go of with its own.
 func (o *Op) detach() (c *core, unpin int64) {
 	o.book.Lock()
-	s := o.state.Load() // ended: the claim came first, so nothing attaches after this
-
+	s := o.state.Load() // ended: so nothing attaches after this
 	first, places, stopCtx := o.first, o.places, o.stopCtx
-	o.places, o.stopCtx = nil, nil
+	o.first, o.places, o.stopCtx = nil, nil, nil
 	if s&boundBit != 0 {
 		c = o.core // written before the bind that set boundBit
 	}
@@ -329,78 +399,152 @@ func (o *Op) detach() (c *core, unpin int64) {
 }
 
 // withdraw undoes a TryCompleteElseWatch whose TryComplete panicked, after the
-// operation was claimed as withdrawn: it leaves nothing watched, armed or
+// operation was withdrawn (abandonMove): it leaves nothing watched, armed or
 // counted.
 func (o *Op) withdraw() {
 	c, unpin := o.detach()
-	defer o.release(endingBit|unpin, true)
+	defer o.unpin(endingBit | unpin)
 	if c != nil {
 		c.counters.add(-1)
 		c.madeRoom()
 	}
 }
 
-// end completes the current use with outcome unless it has ended already,
-// and reports whether it did. Only paths that own the current use call it
-// (its timeout, its context); see endAt.
-func (o *Op) end(outcome Outcome) bool {
-	if !o.claim(outcome) {
-		return false
-	}
-	o.complete(o.impl, outcome, false)
-	return true
-}
-
-// endAt is end for use g only: the paths that reach the operation through a
-// watch-list entry (Close, CancelForKey, ForceCompleteForKey).
-func (o *Op) endAt(g gen, impl Operation, outcome Outcome) bool {
-	if !o.claimAt(g, outcome) {
-		return false
-	}
-	o.complete(impl, outcome, false)
-	return true
-}
-
 // bind makes the operation's next use a use of purgatory c: its first (which
 // records the embedding operation and c, and initialises its timer on tw) or
 // a later one, once the last is over. The use starts with its try bit held,
-// for TryCompleteElseWatch's first tries. It returns false if the operation had
-// already ended before it was ever added (ForceComplete), and panics with a
-// message that says what to do for a misuse: an operation pending in a use,
-// one whose last use is not over, or one reused in another purgatory.
+// for TryCompleteElseWatch's first tries. One compare-and-swap decides which
+// of two calls passing the same operation at once binds it, before either
+// writes a field; the other panics with the message for an operation in use.
+// It returns false if the operation had already ended before it was ever
+// added (ForceComplete), and panics with a message that says what to do for
+// a misuse: an operation in use, one whose last use is not over, or one
+// reused in another purgatory.
 func (o *Op) bind(impl Operation, c *core, tw *timingwheel.TimingWheel) bool {
-	set := tryingBit // TryCompleteElseWatch's first tries (hold)
+	set := turnHeld // TryCompleteElseWatch's first tries
 	if o.Locker != nil {
 		set |= lockerBit
 	}
 	if _, ok := impl.(Recycler); ok {
 		set |= recyclerBit
 	}
-	if s := o.state.Load(); s == 0 { // its first use: nobody else may reach it yet
-		o.impl, o.core = impl, c
-		tw.InitTimer(&o.timer, (*opTimeout)(o))
-	} else if s&boundBit != 0 && free(s) {
-		if o.core != c {
-			panic("purgatory: operation reused in another purgatory; an operation's later uses must go to the purgatory of its first, whose wheel holds its timeout")
-		}
-		o.first, o.places = nil, nil // the last use is over: nobody reads these
-	}
-	if c.settings.observer != nil {
-		o.start = time.Since(c.settings.epoch)
+	if s := o.state.Load(); s&boundBit != 0 && over(s) && o.core != c { // core is immutable once a use is over
+		panic("purgatory: operation reused in another purgatory; an operation's later uses must go to the purgatory of its first, whose wheel holds its timeout")
 	}
 	c.counters.add(1) // before the use can end and be counted
-	r := o.bindState(set)
+	r, _ := o.bindState(set)
 	switch r {
-	case bindFresh, bindReused:
+	case bindFresh:
+		o.impl, o.core = impl, c
+		tw.InitTimer(&o.timer, (*opTimeout)(o))
+		fallthrough
+	case bindReused:
+		if c.settings.observer != nil {
+			o.start = time.Since(c.settings.epoch)
+		}
 		return true
 	}
 	c.counters.add(-1)
 	switch r {
 	case bindEnded:
 		return false
-	case bindPending:
-		panic("purgatory: operation passed to TryCompleteElseWatch again while it is still pending; pass it again only once it has ended and its callbacks have returned")
+	case bindInUse:
+		panic("purgatory: operation passed to TryCompleteElseWatch while it is in use (pending from an earlier call, or passed by another goroutine at the same moment); pass it again only once it has ended and its callbacks have returned")
 	}
 	panic("purgatory: operation passed to TryCompleteElseWatch again before the purgatory was done with its last use (its OnComplete or OnExpiration, or its timeout's or context's callback, still runs); " +
 		"put it back in your pool from Recycle (implement purgatory.Recycler), which runs once the purgatory is done with it")
+}
+
+// runTry runs TryComplete, under Op.Locker if one is set. The caller holds the
+// try bit, or walks the key of a solo use.
+func (o *Op) runTry(impl Operation) bool {
+	if o.locked() {
+		return o.runTryLocked(impl)
+	}
+	return impl.TryComplete()
+}
+
+func (o *Op) runTryLocked(impl Operation) bool {
+	l := o.Locker
+	if l == nil { // cleared after TryCompleteElseWatch, which its doc forbids
+		return impl.TryComplete()
+	}
+	l.Lock()
+	defer l.Unlock()
+	return impl.TryComplete()
+}
+
+// tryHeld settles a try whose TryComplete returned ok, and tries again, for
+// as long as others ask for another try and nothing was left for it; it
+// returns how the last try settled and the outcome it set (Completed, an
+// outcome left, or Pending), for the caller to complete, and that try's
+// answer. The try bit is let go either way, setting the bits of set. If
+// TryComplete panics, the caller still holds the try bit and must abandon it.
+// It is the one settle loop: the walks and TryCompleteElseWatch all end their
+// tries here.
+func (o *Op) tryHeld(impl Operation, ok bool, set int64) (settled, Outcome, bool) {
+	for {
+		r, out := o.settle(ok, set)
+		if r != settleRetry {
+			return r, out, ok
+		}
+		ok = o.runTry(impl)
+	}
+}
+
+// abandonTry lets go of the try bit after TryComplete panicked, and completes
+// the use with an outcome left for the try meanwhile (or, with withdraw,
+// withdraws it): nothing left for a try is lost to a panic.
+func (o *Op) abandonTry(impl Operation, withdraw bool) {
+	switch r, out := o.abandon(withdraw); r {
+	case settleApplied:
+		o.complete(impl, out)
+	case settleWithdrawn:
+		o.withdraw()
+	}
+}
+
+// firstTries is TryCompleteElseWatch's hold of the try bit, from bind to its
+// last settle: no other try of the operation runs in between.
+type firstTries struct {
+	o    *Op
+	impl Operation
+	held bool
+}
+
+func (t *firstTries) try() bool { return t.o.runTry(t.impl) }
+
+// conclude lets go of the try bit, trying once more for each try asked for
+// meanwhile, and completes the operation: Completed if a try passed (ok is the
+// last one's answer), or with an outcome left for the tries. It reports
+// whether it completed it.
+func (t *firstTries) conclude(ok, solo bool) bool {
+	var set int64
+	if solo {
+		set = soloBit
+	}
+	r, out, _ := t.o.tryHeld(t.impl, ok, set)
+	t.held = false
+	if r == settleWon || r == settleApplied {
+		t.o.complete(t.impl, out)
+	}
+	return r == settleWon
+}
+
+// giveUp ends the tries with outcome and no try more: it leaves outcome for
+// them (or keeps an outcome left already) and concludes with "no", which
+// applies it.
+func (t *firstTries) giveUp(outcome Outcome) {
+	t.o.claim(outcome)
+	t.conclude(false, false)
+}
+
+// undo, deferred, abandons the try bit if TryComplete panicked while it was
+// held: the operation is withdrawn (nothing stays watched, armed or counted),
+// unless an outcome was left for the try meanwhile, which then ends it.
+func (t *firstTries) undo() {
+	if t.held {
+		t.held = false
+		t.o.abandonTry(t.impl, true)
+	}
 }

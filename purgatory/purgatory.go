@@ -111,7 +111,7 @@ func (p *Purgatory[K]) TryCompleteElseWatch(op Operation, keys ...K) bool {
 	if len(keys) == 0 {
 		panic("purgatory: TryCompleteElseWatch called with no keys; an operation must be watched under at least one")
 	}
-	p.watchers.checkKeys(keys)
+	p.watchers.mustHashKeys(keys)
 	return p.add(op, o, func() (distinct int) {
 		for i, key := range keys {
 			if slices.Contains(keys[:i], key) {
@@ -127,29 +127,28 @@ func (p *Purgatory[K]) TryCompleteElseWatch(op Operation, keys ...K) bool {
 }
 
 // add is TryCompleteElseWatch's contract, for plain and level watches alike:
-// watch links o under its keys (until it finds o ended) and returns how many
+// watch links o under its keys (until it finds o decided) and returns how many
 // distinct keys it linked.
 func (p *Purgatory[K]) add(op Operation, o *Op, watch func() (distinct int)) bool {
-	if !p.bind(op, o) {
+	o.mustHaveTimeout(op)
+	if !o.bind(op, &p.core, p.tw) {
+		return false // ended by ForceComplete before it was ever added
+	}
+	try := firstTries{o: o, impl: op, held: true} // no other try of o runs until try.conclude
+	defer try.undo()                              // if TryComplete panics
+	if p.closed.Load() {
+		try.giveUp(Closed) // no try after Close
 		return false
 	}
-	try, ok := o.hold(op) // no other try of o runs until try.conclude
-	if !ok {
-		return false // ForceComplete won meanwhile
-	}
-	defer try.undo() // if TryComplete panics
-	ok = try.check()
+	ok := try.try()
 	if !ok && p.overBound() {
-		if won := try.conclude(false, false); won {
-			return true
-		}
-		o.end(Shed) // rather than park it: tried, unwatched, no timeout
+		try.giveUp(Shed) // rather than park it: tried, unwatched, no timeout
 		return false
 	}
 	solo := false
 	if !ok {
 		solo = watch() == 1 // from now on, only its key's walk tries it
-		if ok = try.check(); !ok && !o.ended() {
+		if ok = try.try(); !ok && !o.decided() {
 			o.arm()
 		}
 	}
@@ -160,25 +159,9 @@ func (p *Purgatory[K]) add(op Operation, o *Op, watch func() (distinct int)) boo
 	// and then reads closed. So if Close's sweep missed op, this read sees
 	// closed, and op is ended here rather than left on a stopped wheel.
 	if p.closed.Load() {
-		o.end(Closed)
+		o.endOwn(Closed)
 	}
 	return false
-}
-
-// bind checks op and starts its next use here (see Op.bind). It returns false
-// if op has ended already: by ForceComplete before it was ever added, or
-// Closed here, after Close.
-func (p *Purgatory[K]) bind(op Operation, o *Op) bool {
-	o.checkTimeout(op)
-	if !o.bind(op, &p.core, p.tw) {
-		return false
-	}
-	if p.closed.Load() {
-		o.end(Closed)
-		o.abandon(false) // the try bit bind took: letting go of it ends the use
-		return false
-	}
-	return true
 }
 
 // overBound reports whether more operations wait than WithMaxDelayed allows

@@ -370,7 +370,7 @@ func TestMisuse(t *testing.T) {
 		func() { purgatory.ForceComplete(nil) })
 	op := testkit.NewOp(time.Hour)
 	p.TryCompleteElseWatch(op, "k")
-	require.PanicsWithValue(t, "purgatory: operation passed to TryCompleteElseWatch again while it is still pending; pass it again only once it has ended and its callbacks have returned",
+	require.PanicsWithValue(t, "purgatory: operation passed to TryCompleteElseWatch while it is in use (pending from an earlier call, or passed by another goroutine at the same moment); pass it again only once it has ended and its callbacks have returned",
 		func() { p.TryCompleteElseWatch(op, "k") })
 
 	_, err := purgatory.New[string]("bad", purgatory.WithShards(0))

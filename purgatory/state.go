@@ -1,87 +1,568 @@
 package purgatory
 
-// The bits of Op.state, and every read and write of them: no other file
-// tests a bit. What the states mean and who moves between them is the block
-// at Op (operation.go); the try bits are a turn (turn.go).
+import "fmt"
+
+// The two words the purgatory moves by compare-and-swap, whole: an
+// operation's state (Op.state) and a key's walking word (watchList.walking).
+// Every bit of both is in the one block below, every move of either is a pure
+// function s → next in this file, tested against the table of moves
+// (state_test.go), and no other file tests a bit. What the states mean to the
+// rest of the purgatory is the block at Op (operation.go).
+//
+// Op.state:
+//
+//	 63                         17 16    13 12        10 9            6 5      4 3       0
+//	+-----------------------------+--------+------------+--------------+--------+---------+
+//	|         generation          |  left  |    pins    |    flags     |  turn  | outcome |
+//	+-----------------------------+--------+------------+--------------+--------+---------+
+//	                                        ending ctx   bound recycler  again
+//	                                        armed        locker solo     held
+//
+// watchList.walking: the same turn, and three flags of its own where an
+// operation keeps its outcome:
+//
+//	 63                                                        6 5      4 3  2    1     0
+//	+-----------------------------------------------------------+--------+--+----+------+-------+
+//	|                            zero                           |  turn  |  |all |handed|leveled|
+//	+-----------------------------------------------------------+--------+--+----+------+-------+
+//
+// A turn is "one goroutine at a time, and nobody waits": held by whoever's
+// turn it is; again, set by whoever wanted one meanwhile, so that the holder
+// goes round once more before it lets go (Kafka 2.x's maybeTryComplete: a
+// tryLock and a "try again" flag, in one word). An operation's turn is its try
+// (one TryComplete at a time); a list's is its walk (one walk of a key at a
+// time).
+const (
+	// listLeveled (walking word): lv's heap holds an operation waiting for
+	// a level. Set and cleared under the shard's mutex.
+	listLeveled int64 = 1 << iota
+	// listHanded (walking word): lv.handed holds solo uses whose outcome
+	// was left for the walk (hand). Set under the shard's mutex by hand,
+	// cleared by whoever takes the queue.
+	listHanded
+	// listAgainAll (walking word): a round was asked for by a walk that
+	// tries every operation (CheckAndComplete, Advance), not only by
+	// hand-offs; set only with turnAgain and cleared with it.
+	listAgainAll
+	_
+	// turnHeld: a goroutine holds the turn. On an operation: it runs
+	// TryComplete, and only it lets go (settle, abandon), even after
+	// another path has left an outcome (left). On a list: a walk reads its
+	// entries, and only it lets go (leave).
+	turnHeld
+	// turnAgain: a turn was asked for while held; set only while turnHeld
+	// is, and cleared only by the holder, who goes round once more.
+	turnAgain
+	// soloBit: watched under one key, and TryCompleteElseWatch has let go
+	// of its tries: only that key's walk tries the use, without the try
+	// bit (the steps at Op.handToWalk). Set by TryCompleteElseWatch's last
+	// settle, in the move that lets go of the try bit; kept until the next
+	// use.
+	soloBit
+	// lockerBit: Op.Locker was set at bind, so a try takes it. Set by bind.
+	lockerBit
+	// recyclerBit: the operation is a Recycler; its Recycle runs once the
+	// use is over. Set by bind.
+	recyclerBit
+	// boundBit: a TryCompleteElseWatch took the operation (Op.core is
+	// set); never cleared. A state without it and not zero is an operation
+	// ended by ForceComplete before it was ever added.
+	boundBit
+	// The pins: while one is set something of the use may still run, and
+	// the operation may not be used again. Each is set once per use and
+	// cleared once (unpinMove panics on a second clear), by whoever knows
+	// its part is over; the clear that leaves none makes the use over.
+	//
+	// armedBit: the timeout is armed, or being armed, and may fire. Set
+	// by armTimer before it arms, on a pending use; cleared when a Stop
+	// prevents the fire, at the end of the fire (expire), or when a
+	// stopped wheel refused the timer.
+	armedBit
+	// ctxBit: the context's callback may run. Set by watchContext before
+	// it registers it; cleared when its stop prevents it, or at the end of
+	// the callback (contextDone).
+	ctxBit
+	// endingBit: the use has its outcome, and its winner is detaching it
+	// and running its callbacks. Set in the move that sets the outcome;
+	// cleared by complete (or withdraw) once they have returned.
+	endingBit
+	// leftLow is bits 13–16: an outcome left for the try under way (a
+	// timeout, ForceComplete, a context, Close, CancelForKey or
+	// ForceCompleteForKey that met a try). Set only on a pending use that
+	// a try holds, or a solo one; the try applies it at its first "no" or
+	// drops it when it passes (Completed wins).
+	leftLow
+	_
+	_
+	_
+	// genLow is bits 17–63: the use's generation. bind adds one for each
+	// use after the first; no other move changes it. A watch-list entry
+	// carries the generation it was made for, and is stale, dead to every
+	// walk, once the operation has moved on. It wraps after 2^47 uses of
+	// one operation, 163 days at one use per 100 ns (the quickest a use
+	// can be), and an entry lives only until its list is next walked or
+	// compacted.
+	genLow
+)
 
 const (
-	// outcomeBits hold the use's Outcome; 0 is Pending. Set once per use,
-	// by the one claim that wins (claim, claimAt, or settle claiming
-	// Completed); no later move of the use changes them, and every path
-	// reads the use as ended. Only bind's next use clears them.
-	outcomeBits int64 = 0x0f
-	// tryingBit is set while one goroutine runs TryComplete: taken by
-	// acquire or hold (a turn's take), cleared only by its holder (settle,
-	// abandon), even after another path has set an outcome. The turn's
-	// other bit, turnAgain, is set only while tryingBit is: a try was asked
-	// for during the running one, and the holder clears it and tries once
-	// more before it lets go, so it is never left set.
-	tryingBit = turnHeld
-	// soloBit is set only by TryCompleteElseWatch's last settle, in the
-	// compare-and-swap that clears tryingBit, for an operation watched
-	// under one key; every later move of the use keeps it. While it is set
-	// and tryingBit is not, only the key's walk tries the operation,
-	// without the try bit (the steps at Op).
-	soloBit int64 = 0x40
-	// lockerBit is set by bind, before any try of the use, if Op.Locker is
-	// set, so that a try reads nothing of Op but this word.
-	lockerBit int64 = 0x80
-	// recyclerBit is set by bind if the operation is a Recycler: the
-	// purgatory calls its Recycle once it is done with each use.
-	recyclerBit int64 = 0x100
-	// boundBit is set by the first bind and never cleared: the operation
-	// is the purgatory's (Op.core), and a TryCompleteElseWatch of it is
-	// either its next use or a misuse.
-	boundBit int64 = 0x200
+	// outcomeBits, bits 0–3 of Op.state, hold the use's Outcome; 0 is
+	// Pending. Set once per use, by the one move that ends it (claimMove,
+	// settleMove, soloMove, applyMove, abandonMove); only the next bind
+	// clears them.
+	outcomeBits int64 = 0xf
+	turnBits          = turnHeld | turnAgain
+	pins              = armedBit | ctxBit | endingBit
+	leftShift         = 13
+	leftBits          = outcomeBits << leftShift
+	genShift          = 17
+	genBits     int64 = -1 << genShift
 
-	// The pins: while one is set on an ended use, something of that use may
-	// still run, and the operation may not be used again. Each is set while
-	// the use is pending (the ending pin by the claim itself) and cleared
-	// once, by whoever knows that its part is over; the clear that leaves
-	// none (release) finishes the use: see finish.
-	//
-	// armedBit: the use's timeout is armed, or being armed, and may fire.
-	// Set by armTimer before it arms; cleared when a Stop prevents the
-	// fire, or at the end of the fire (expire), or when the wheel refused
-	// the timer.
-	armedBit int64 = 0x400
-	// ctxBit: the use's context callback may run. Set by watchContext
-	// before it registers it; cleared when its stop prevents it, or at the
-	// end of the callback (contextDone).
-	ctxBit int64 = 0x800
-	// endingBit: the winner of the claim is detaching the use and running
-	// its callbacks. Set by the claim; cleared by complete (or withdraw,
-	// or a Close that finds the use ended before bind) once they returned.
-	endingBit int64 = 0x1000
-	// walkedBit: the use ended while a walk of its one key may be trying it
-	// without the try bit (solo): the walk clears it when it leaves the key
-	// (deferFinish). Set only in the move that would otherwise finish the
-	// use.
-	walkedBit int64 = 0x2000
-	pins            = armedBit | ctxBit | endingBit | walkedBit
-
-	// The generation: the use's number, in the word's high half. bind
-	// adds one for each use after the first; every other move keeps it.
-	// A watch-list entry carries the generation it was made for, and is
-	// stale, dead to every walk, once the operation has moved on.
-	genShift       = 32
-	genBits  int64 = -1 << genShift
-
-	// withdrawn is the internal outcome of an operation whose
-	// TryCompleteElseWatch was undone because TryComplete panicked. It ends
-	// every later path like an outcome does; Outcome reports Pending.
+	// withdrawn is the internal outcome of a use whose TryCompleteElseWatch
+	// was undone because TryComplete panicked (abandonMove). It ends the
+	// use as an outcome does; Outcome reports Pending.
 	withdrawn = Outcome(outcomeBits)
 )
 
-// gen is a use's generation, as a watch-list entry carries it.
-type gen uint32
+// The invariants every state holds; the moves panic on a state that breaks
+// one (impossible):
+//
+//	I1 an outcome has no try and nothing left: outcome ≠ 0 ⇒ turn = 0, left = 0
+//	I2 again only while held: again ⇒ held
+//	I3 an outcome is left only for a try: left ≠ 0 ⇒ outcome = 0, held or solo
+//	I4 ending only with an outcome: ending ⇒ outcome ≠ 0
 
-func genOf(s int64) gen { return gen(uint64(s) >> genShift) }
+// The moves, from → to, and who makes them. g is the use's generation; a
+// path that reaches the use through a watch-list entry (a walk, Close,
+// CancelForKey, ForceCompleteForKey) makes its move only if g is current.
+//
+//	from                  to                        who                                         function
+//	zero                  bound|held|flags          TryCompleteElseWatch, the first use (bind)    bindMove
+//	over                  gen+1|bound|held|flags    TryCompleteElseWatch, a later use (bind)      bindMove
+//	pending               outcome|ending            a claim: ForceComplete, a timeout, a context, claimMove
+//	                                                Close, CancelForKey, ForceCompleteForKey, Shed
+//	pending|held          pending|held|left         a claim that meets a try                      claimMove
+//	pending|solo          pending|solo|left         a claim of a solo use                         claimMove
+//	pending|solo|left     left|ending               that claimer, if no walk holds the key;       applyMove
+//	                                                else the walk it handed the use to
+//	pending               pending|held              a walk (acquire)                              acquireMove
+//	pending|held          pending|held|again        a walk that meets a try (acquire)             acquireMove
+//	pending|held(|left)   Completed|ending          the holder: its try passed                    settleMove
+//	pending|held|left     left|ending               the holder: its try said no                   settleMove
+//	pending|held|again    pending|held              the holder: no, and try again                 settleMove
+//	pending|held          pending(|solo)            the holder: no, and let go                    settleMove
+//	pending|held(|left)   left|ending, withdrawn|ending or pending   the holder: TryComplete panicked   abandonMove
+//	pending|solo(|left)   Completed|ending          the key's walk: its try passed                soloMove
+//	pending|solo|left     left|ending               the key's walk: its try said no               soloMove
+//	pending               pending|armed, |ctx       arming the timeout, tying the context         pinMove
+//	…|pin                 …                         whoever's part of the use is over             unpinMove
+//
+// A use is over when it has an outcome and no pin; only unpinMove leaves it
+// so (every move that sets an outcome sets ending too), so exactly one
+// caller recycles it.
+//
+// The walking word:
+//
+//	free                  held                      a walk enters the list                        takeMove
+//	held                  held|again(|all)          a walk that finds the list walked             takeMove
+//	held|again(|all)      held                      the walk leaves: it goes round once more      leaveMove
+//	held                  free                      the walk leaves                               leaveMove
+
+// gen is a use's generation, as a watch-list entry carries it.
+type gen uint64
+
+func genOf(s int64) gen           { return gen(uint64(s) >> genShift) }
+func outcomeOf(s int64) Outcome   { return Outcome(s & outcomeBits) }
+func leftOf(s int64) Outcome      { return Outcome(s & leftBits >> leftShift) }
+func leaving(out Outcome) int64   { return int64(out) << leftShift }
+func pending(s int64) bool        { return s&(outcomeBits|leftBits) == 0 }
+func ended(s int64) bool          { return s&outcomeBits != 0 }
+func over(s int64) bool           { return ended(s) && s&pins == 0 }
+func endedWith(out Outcome) int64 { return int64(out) | endingBit }
+
+// impossible is the panic of a move that meets a state breaking an
+// invariant, which only a bug in this package can make. (A value, not a
+// message made at the panic site, so that the moves stay small enough to
+// inline into their loops.)
+type impossible struct {
+	what  string
+	state int64
+}
+
+func (e impossible) Error() string {
+	return fmt.Sprintf("purgatory: internal error: %s (state %#x); please report it", e.what, e.state)
+}
+
+// mustHoldTry panics unless a try holds the use in state s, pending (I1).
+func mustHoldTry(s int64) {
+	if s&(turnHeld|outcomeBits) != turnHeld {
+		panic(impossible{"a try bit let go while not held, or an outcome set under a try", s})
+	}
+}
+
+// bindResult is how bindMove found the operation.
+type bindResult uint8
+
+const (
+	bindFresh  bindResult = iota // its first use, started
+	bindReused                   // a later use, started
+	bindEnded                    // ended by ForceComplete before it was ever added
+	bindInUse                    // pending: still in a use, or being passed on another goroutine
+	bindBusy                     // its last use has ended and is not over
+)
+
+// bindMove starts the operation's next use with the bits of set (its flags,
+// and the try bit that TryCompleteElseWatch holds from here).
+func bindMove(s, set int64) (int64, bindResult) {
+	switch {
+	case s == 0:
+		return boundBit | set, bindFresh
+	case s&boundBit == 0:
+		return s, bindEnded
+	case !ended(s):
+		return s, bindInUse
+	case !over(s):
+		return s, bindBusy
+	}
+	return s&genBits + genLow | boundBit | set, bindReused // the generation wraps (genLow)
+}
+
+// claimed is what claimMove did.
+type claimed uint8
+
+const (
+	claimLost     claimed = iota // use g had ended, or has an outcome left already: no change
+	claimEnded                   // ended: the claimer completes it
+	claimLeftTo                  // left for the try under way, whose holder ends the use
+	claimLeftSolo                // left on a solo use: the claimer applies it or hands it to the key's walk
+)
+
+// claimMove ends use g with outcome, or, if a try holds it or it is solo,
+// leaves outcome for the try.
+func claimMove(s int64, g gen, outcome Outcome) (int64, claimed) {
+	switch {
+	case !pending(s) || genOf(s) != g:
+		return s, claimLost
+	case s&turnHeld != 0:
+		return s | leaving(outcome), claimLeftTo
+	case s&soloBit != 0:
+		return s | leaving(outcome), claimLeftSolo
+	}
+	return s | endedWith(outcome), claimEnded
+}
+
+// applyMove ends use g with the outcome left for it, if it has one and no try
+// holds it; it returns that outcome, or Pending for no change.
+func applyMove(s int64, g gen) (int64, Outcome) {
+	out := leftOf(s)
+	if out == Pending || genOf(s) != g || s&turnHeld != 0 {
+		return s, Pending
+	}
+	return s&^leftBits | endedWith(out), out
+}
+
+// acquired is what acquireMove did.
+type acquired uint8
+
+const (
+	acquireTaken  acquired = iota // the caller holds the try bit
+	acquirePassed                 // use g has ended or moved on, or its holder was asked to try again
+	acquireLeft                   // a solo use with an outcome left: the walk applies it
+)
+
+// acquireMove takes the try bit of use g; if another goroutine holds it, it
+// asks that goroutine to try once more.
+func acquireMove(s int64, g gen) (int64, acquired) {
+	switch {
+	case ended(s) || genOf(s) != g:
+		return s, acquirePassed
+	case s&turnHeld != 0:
+		return s | turnAgain, acquirePassed
+	case s&leftBits != 0:
+		return s, acquireLeft
+	}
+	return s | turnHeld, acquireTaken
+}
+
+// settled is how a try ended.
+type settled uint8
+
+const (
+	settleLetGo     settled = iota // it said no: the try bit is let go (or, without it, nothing changed)
+	settleWon                      // it passed: Completed, for the caller to complete
+	settleApplied                  // it said no and an outcome was left: now the use's, for the caller to complete
+	settleRetry                    // it said no and another try was asked for: the caller tries once more
+	settleWithdrawn                // TryComplete panicked in TryCompleteElseWatch: the call is undone
+)
+
+// settleMove ends the holder's try, which returned ok: Completed if it
+// passed, else the outcome left meanwhile, else another try if one was asked
+// for, else it lets go of the try bit, setting the bits of set.
+func settleMove(s int64, ok bool, set int64) (int64, settled) {
+	mustHoldTry(s)
+	out, r := leftOf(s), settleApplied
+	if ok {
+		out, r = Completed, settleWon
+	}
+	switch {
+	case out != Pending:
+		return s&^(turnBits|leftBits) | endedWith(out), r
+	case s&turnAgain != 0:
+		return s &^ turnAgain, settleRetry
+	}
+	return s&^turnHeld | set, settleLetGo
+}
+
+// abandonMove lets go of the try bit after TryComplete panicked: it applies
+// an outcome left meanwhile, or, with withdraw, withdraws the use.
+func abandonMove(s int64, withdraw bool) (int64, settled) {
+	mustHoldTry(s)
+	out, r := leftOf(s), settleApplied
+	if out == Pending && withdraw {
+		out, r = withdrawn, settleWithdrawn
+	}
+	if out == Pending {
+		return s &^ turnBits, settleLetGo
+	}
+	return s&^(turnBits|leftBits) | endedWith(out), r
+}
+
+// soloMove ends the walk's try of solo use g, made without the try bit, which
+// returned ok: Completed if it passed, else the outcome left meanwhile, else
+// nothing changes. Nothing else can end a solo use while its walk tries it
+// (the steps at Op.handToWalk).
+func soloMove(s int64, g gen, ok bool) (int64, settled) {
+	if s&(outcomeBits|turnHeld) != 0 || s&soloBit == 0 || genOf(s) != g {
+		panic(impossible{"a solo use changed under its walk's try", s})
+	}
+	switch {
+	case ok:
+		return s&^leftBits | endedWith(Completed), settleWon
+	case s&leftBits != 0:
+		return s&^leftBits | endedWith(leftOf(s)), settleApplied
+	}
+	return s, settleLetGo
+}
+
+// pinMove sets pin, the timeout's or the context's, on a pending use, and
+// reports whether it did. (The ending pin comes with the outcome.)
+func pinMove(s, pin int64) (int64, bool) {
+	switch {
+	case pin&^(armedBit|ctxBit) != 0 || pin == 0:
+		panic(impossible{"a pin set other than the timeout's or the context's", s})
+	case !pending(s):
+		return s, false
+	case s&pin != 0:
+		panic(impossible{"a pin set twice", s})
+	}
+	return s | pin, true
+}
+
+// unpinMove clears pin, which must be set.
+func unpinMove(s, pin int64) int64 {
+	if s&pin != pin {
+		panic(impossible{"a pin released twice", s})
+	}
+	return s &^ pin
+}
+
+// step is what a walk does with an entry, by its use's state.
+type step uint8
+
+const (
+	stepSolo    step = iota // try it without the try bit: it is solo and pending
+	stepDead                // pass it: use g has ended or moved on
+	stepApply               // apply the outcome left on the solo use
+	stepAcquire             // take the try bit (acquire)
+)
+
+// walkStep is what a walk of the key does with an entry of use g.
+func walkStep(s int64, g gen) step {
+	switch {
+	case s&(soloBit|turnHeld|outcomeBits|leftBits) == soloBit && genOf(s) == g:
+		return stepSolo // first: the walk's commonest case
+	case ended(s) || genOf(s) != g:
+		return stepDead
+	case s&leftBits != 0 && s&turnHeld == 0: // solo, by I3
+		return stepApply
+	}
+	return stepAcquire
+}
+
+// takeMove is a walk's take of a list's turn; if another walk holds it, the
+// walk asks it to go round once more, over every operation (all) or as a
+// hand-off.
+func takeMove(s int64, all bool) (int64, bool) {
+	if s&turnHeld == 0 {
+		return s | turnHeld, true
+	}
+	if all {
+		return s | turnAgain | listAgainAll, false
+	}
+	return s | turnAgain, false
+}
+
+// leaveMove is the walk's leaving of the list: if another round was asked
+// for, it keeps the turn and reports again (and all, if a walk that tries
+// every operation asked); otherwise it lets go.
+func leaveMove(s int64) (next int64, again, all bool) {
+	switch {
+	case s&turnHeld == 0:
+		panic(impossible{"a walk let go of a list it did not hold", s})
+	case s&turnAgain != 0:
+		return s &^ (turnAgain | listAgainAll), true, s&listAgainAll != 0
+	}
+	return s &^ turnHeld, false, false
+}
+
+// The moves' compare-and-swap loops, each on the word it moves. A loop whose
+// move changes nothing returns without a write.
+
+// bindState starts the operation's next use with the bits of set (bind).
+func (o *Op) bindState(set int64) (bindResult, int64) {
+	for {
+		s := o.state.Load()
+		next, r := bindMove(s, set)
+		if next == s || o.state.CompareAndSwap(s, next) {
+			return r, s
+		}
+	}
+}
+
+// claim ends the current use with outcome, or leaves it for the try
+// (claimMove); it returns the use's generation with the verdict.
+func (o *Op) claim(outcome Outcome) (claimed, gen) {
+	for {
+		s := o.state.Load()
+		next, r := claimMove(s, genOf(s), outcome)
+		if next == s || o.state.CompareAndSwap(s, next) {
+			return r, genOf(s)
+		}
+	}
+}
+
+// claimAt is claim for use g only: an entry's path, which must not end a
+// later use.
+func (o *Op) claimAt(g gen, outcome Outcome) claimed {
+	for {
+		s := o.state.Load()
+		next, r := claimMove(s, g, outcome)
+		if next == s || o.state.CompareAndSwap(s, next) {
+			return r
+		}
+	}
+}
+
+// apply ends use g with the outcome left for it (applyMove), and returns it;
+// Pending if another path applied it first, or the try passed.
+func (o *Op) apply(g gen) Outcome {
+	for {
+		s := o.state.Load()
+		next, out := applyMove(s, g)
+		if next == s || o.state.CompareAndSwap(s, next) {
+			return out
+		}
+	}
+}
+
+// acquire takes the try bit of use g (acquireMove).
+func (o *Op) acquire(g gen) acquired {
+	for {
+		s := o.state.Load()
+		next, r := acquireMove(s, g)
+		if next == s || o.state.CompareAndSwap(s, next) {
+			return r
+		}
+	}
+}
+
+// settle ends the holder's try (settleMove), and returns the outcome it set.
+func (o *Op) settle(ok bool, set int64) (settled, Outcome) {
+	for {
+		s := o.state.Load()
+		next, r := settleMove(s, ok, set)
+		if o.state.CompareAndSwap(s, next) {
+			return r, outcomeOf(next)
+		}
+	}
+}
+
+// abandon lets go of the try bit after TryComplete panicked (abandonMove), and
+// returns the outcome it set.
+func (o *Op) abandon(withdraw bool) (settled, Outcome) {
+	for {
+		s := o.state.Load()
+		next, r := abandonMove(s, withdraw)
+		if o.state.CompareAndSwap(s, next) {
+			return r, outcomeOf(next)
+		}
+	}
+}
+
+// soloTried ends the walk's try of solo use g (soloMove), and returns the
+// outcome it set.
+func (o *Op) soloTried(g gen, ok bool) (settled, Outcome) {
+	for {
+		s := o.state.Load()
+		next, r := soloMove(s, g, ok)
+		if next == s || o.state.CompareAndSwap(s, next) {
+			return r, outcomeOf(next)
+		}
+	}
+}
+
+// pin sets pin on the use if it is pending, and reports whether it did.
+func (o *Op) pin(pin int64) bool {
+	for {
+		s := o.state.Load()
+		next, ok := pinMove(s, pin)
+		if next == s || o.state.CompareAndSwap(s, next) {
+			return ok
+		}
+	}
+}
+
+// unpin clears pin, which the caller set or inherited, and recycles the use
+// if that leaves it over.
+func (o *Op) unpin(pin int64) {
+	for {
+		s := o.state.Load()
+		next := unpinMove(s, pin)
+		if o.state.CompareAndSwap(s, next) {
+			if over(next) {
+				o.recycle(next)
+			}
+			return
+		}
+	}
+}
+
+// step is walkStep for the entry of use g, with the state it read.
+func (o *Op) step(g gen) (step, int64) {
+	s := o.state.Load()
+	return walkStep(s, g), s
+}
+
+// lockedIn reports whether a use in state s takes Op.Locker for its tries.
+func lockedIn(s int64) bool { return s&lockerBit != 0 }
+
+// handedIn reports whether a walking word w has uses handed to its walk.
+func handedIn(w int64) bool { return w&listHanded != 0 }
+
+// recycle ends a use the purgatory is done with: its Recycle runs, if the
+// operation is a Recycler and the use was a real one (not withdrawn).
+func (o *Op) recycle(s int64) {
+	if s&recyclerBit != 0 && outcomeOf(s) != withdrawn {
+		o.impl.(Recycler).Recycle()
+	}
+}
+
+// Reads of the state.
 
 // Outcome returns how the operation's last use ended, or Pending. Inside
 // OnComplete it tells which path ended it.
 func (o *Op) Outcome() Outcome {
-	if out := Outcome(o.state.Load() & outcomeBits); out != withdrawn {
+	if out := outcomeOf(o.state.Load()); out != withdrawn {
 		return out
 	}
 	return Pending
@@ -90,15 +571,19 @@ func (o *Op) Outcome() Outcome {
 // gen returns the current use's generation.
 func (o *Op) gen() gen { return genOf(o.state.Load()) }
 
-// ended reports whether the current use has an outcome (withdrawn
-// included).
-func (o *Op) ended() bool { return o.state.Load()&outcomeBits != 0 }
+// ended reports whether the current use has an outcome (withdrawn included).
+func (o *Op) ended() bool { return ended(o.state.Load()) }
 
-// live reports whether use g is the operation's current use and pending: an
-// entry made for g is live. A stale entry (an earlier use) is dead.
+// decided reports whether the current use has an outcome or one left for its
+// try: nothing need attach to it any more.
+func (o *Op) decided() bool { return !pending(o.state.Load()) }
+
+// live reports whether use g is the operation's current use and has no
+// outcome: an entry made for g is live. A stale entry (an earlier use) is
+// dead.
 func (o *Op) live(g gen) bool {
 	s := o.state.Load()
-	return s&outcomeBits == 0 && genOf(s) == g
+	return !ended(s) && genOf(s) == g
 }
 
 // touch loads the cache line a try reads (Op's last word, and usually the
@@ -106,277 +591,63 @@ func (o *Op) live(g gen) bool {
 // for memory. (An atomic load: the compiler keeps it.)
 func (o *Op) touch() { o.state.Load() }
 
-// walkOnly reports whether only a walk of the operation's one key may try use
-// g now, without the try bit: solo is set, no try runs, and g is the current
-// use, pending.
-func (o *Op) walkOnly(g gen) bool {
-	s := o.state.Load()
-	return s&(soloBit|tryingBit|outcomeBits) == soloBit && genOf(s) == g
-}
+// locked reports whether a try takes Op.Locker.
+func (o *Op) locked() bool { return lockedIn(o.state.Load()) }
 
-// claim makes outcome the current use's outcome if it has none yet, and
-// reports whether it did; the claim pins the use (endingBit) until its
-// winner has run complete. Exactly one claim per use succeeds. The try bits
-// are left for their holder to clear. Only paths that own the current use
-// claim with it: ForceComplete, the use's own timeout and context, and
-// TryCompleteElseWatch; paths that reach the operation through a watch-list
-// entry use claimAt.
-func (o *Op) claim(outcome Outcome) bool {
+// The walking word's loops and reads.
+
+// take takes the list's turn for a walk, or asks the walk under way for
+// another round (all: over every operation), and reports whether it took it.
+func (l *watchList[K]) take(all bool) bool {
 	for {
-		s := o.state.Load()
-		if s&outcomeBits != 0 {
-			return false
-		}
-		if o.state.CompareAndSwap(s, s|int64(outcome)|endingBit) {
-			return true
+		s := l.walking.Load()
+		next, took := takeMove(s, all)
+		if next == s || l.walking.CompareAndSwap(s, next) {
+			return took
 		}
 	}
 }
 
-// claimAt is claim for use g only: an entry's path, which must not end a
-// later use.
-func (o *Op) claimAt(g gen, outcome Outcome) bool {
+// letGo is the walk's leaving of the list (leaveMove).
+func (l *watchList[K]) letGo() (again, all bool) {
 	for {
-		s := o.state.Load()
-		if s&outcomeBits != 0 || genOf(s) != g {
-			return false
-		}
-		if o.state.CompareAndSwap(s, s|int64(outcome)|endingBit) {
-			return true
+		s := l.walking.Load()
+		next, again, all := leaveMove(s)
+		if l.walking.CompareAndSwap(s, next) {
+			return again, all
 		}
 	}
 }
 
-// acquire takes the try bit of use g and reports whether it did. If another
-// goroutine holds it, acquire asks that goroutine for one more try and
-// returns false; it also returns false if g has ended or is not the current
-// use.
-func (o *Op) acquire(g gen) bool {
-	return o.state.take(outcomeBits, genBits, int64(g)<<genShift)
-}
+// walked reports whether a walk holds the list.
+func (l *watchList[K]) walked() bool { return l.walking.Load()&turnHeld != 0 }
 
-// check runs TryComplete, under Op.Locker if one is set. The caller holds the
-// try bit, or the operation is walkOnly and the caller walks its key.
-func (o *Op) check(impl Operation) bool {
-	if o.state.Load()&lockerBit != 0 {
-		return o.checkLocked(impl)
-	}
-	return impl.TryComplete()
-}
+// leveled reports whether lv's heap holds a waiting operation.
+func (l *watchList[K]) leveled() bool { return l.walking.Load()&listLeveled != 0 }
 
-func (o *Op) checkLocked(impl Operation) bool {
-	l := o.Locker
-	if l == nil { // cleared after TryCompleteElseWatch, which its doc forbids
-		return impl.TryComplete()
-	}
-	l.Lock()
-	defer l.Unlock()
-	return impl.TryComplete()
-}
-
-// tryHeld settles a try whose TryComplete returned ok, and tries again, for
-// as long as others ask for another try, until one passes or nobody asks; it
-// reports whether it claimed the completion. Either way the try bit is let
-// go, setting soloBit if solo. If TryComplete panics, the caller still holds
-// the try bit and must abandon it. It is the one settle loop: the walks and
-// TryCompleteElseWatch all end their tries here.
-func (o *Op) tryHeld(impl Operation, ok, solo bool) bool {
-	var set int64
-	if solo {
-		set = soloBit
-	}
-	for {
-		won, retry := o.settle(ok, set)
-		if !retry {
-			return won
-		}
-		ok = o.check(impl)
+// setLeveled records whether lv's heap holds a waiting operation. The caller
+// holds the shard's mutex.
+func (l *watchList[K]) setLeveled(on bool) {
+	if on {
+		l.walking.Or(listLeveled)
+	} else {
+		l.walking.And(^listLeveled)
 	}
 }
 
-// settle ends a try whose TryComplete returned ok; the caller holds the try
-// bit. If ok, it claims Completed and reports won. Otherwise it lets go of the
-// try bit, setting the bits in set, unless another try was asked for
-// meanwhile: then it keeps the bit and reports retry. If another path ended
-// the use during the try, the letting go may finish it (finish).
-func (o *Op) settle(ok bool, set int64) (won, retry bool) {
-	for {
-		s := o.state.Load()
-		switch {
-		case s&outcomeBits != 0: // another path ended it during the try
-			if o.state.CompareAndSwap(s, s&^turnBits) {
-				o.finishIfFree(s &^ turnBits)
-				return false, false
-			}
-		case ok:
-			if o.state.CompareAndSwap(s, s&^turnBits|int64(Completed)|endingBit) {
-				return true, false
-			}
-		default:
-			if swapped, again := o.state.letGo(s, ^turnBits, set); swapped {
-				return false, again
-			}
-		}
+// handedAny reports whether uses wait in lv.handed.
+func (l *watchList[K]) handedAny() bool { return handedIn(l.walking.Load()) }
+
+// setHanded records whether uses wait in lv.handed. The caller holds the
+// shard's mutex.
+func (l *watchList[K]) setHanded(on bool) {
+	if on {
+		l.walking.Or(listHanded)
+	} else {
+		l.walking.And(^listHanded)
 	}
 }
 
-// abandon lets go of the try bit after TryComplete panicked. With withdraw,
-// it also claims the withdrawn outcome if no other path has ended the use,
-// and reports whether it did.
-func (o *Op) abandon(withdraw bool) bool {
-	for {
-		s := o.state.Load()
-		next := s &^ turnBits
-		switch {
-		case s&outcomeBits != 0:
-			if o.state.CompareAndSwap(s, next) {
-				o.finishIfFree(next)
-				return false
-			}
-			continue
-		case withdraw:
-			next |= int64(withdrawn) | endingBit
-		}
-		if o.state.CompareAndSwap(s, next) {
-			return withdraw
-		}
-	}
-}
-
-// release clears pin, which the caller set or inherited, and finishes the
-// use if that leaves it free (exactly one move leaves a use free, so exactly
-// one caller finishes it). noSoloTry says that no walk can be trying the use
-// without the try bit: the caller is that walk, or the use was never solo.
-// Otherwise a solo use whose key a walk holds is handed to that walk, in the
-// same move (walkedBit), and the walk finishes it when it leaves the key.
-func (o *Op) release(pin int64, noSoloTry bool) {
-	for {
-		s := o.state.Load()
-		next := s &^ pin
-		if free(next) && !noSoloTry && next&soloBit != 0 && o.first != nil && o.first.walked() {
-			next |= walkedBit
-		}
-		if !o.state.CompareAndSwap(s, next) {
-			continue
-		}
-		if next&walkedBit != 0 && s&walkedBit == 0 {
-			o.first.deferFinish(o) // clears walkedBit, now or when the walk leaves
-			return
-		}
-		o.finishIfFree(next)
-		return
-	}
-}
-
-// free reports whether a use in state s is over: ended, no try held, no pin.
-func free(s int64) bool { return s&outcomeBits != 0 && s&(turnBits|pins) == 0 }
-
-// finishIfFree finishes the use if s, the state the caller's move left, is
-// free.
-func (o *Op) finishIfFree(s int64) {
-	if free(s) {
-		o.finish(s)
-	}
-}
-
-// finish ends a use the purgatory is done with: its Recycle runs, if the
-// operation is a Recycler and the use was a real one (not withdrawn).
-func (o *Op) finish(s int64) {
-	if s&recyclerBit != 0 && Outcome(s&outcomeBits) != withdrawn {
-		o.impl.(Recycler).Recycle()
-	}
-}
-
-// bindState moves an operation to its next use, with the bits of set (the
-// flags, and the try bit, which TryCompleteElseWatch holds from here), and
-// reports how: fresh (its first), reused (a later one, with the new
-// generation), or why not.
-func (o *Op) bindState(set int64) bindResult {
-	for {
-		s := o.state.Load()
-		var next int64
-		switch {
-		case s == 0:
-			next = boundBit | set
-		case s&boundBit == 0:
-			return bindEnded // ForceComplete before it was ever added
-		case s&outcomeBits == 0:
-			return bindPending
-		case !free(s):
-			return bindBusy
-		default:
-			next = (s&genBits + 1<<genShift) | boundBit | set
-		}
-		if o.state.CompareAndSwap(s, next) {
-			if s == 0 {
-				return bindFresh
-			}
-			return bindReused
-		}
-	}
-}
-
-type bindResult int
-
-const (
-	bindFresh   bindResult = iota // the operation's first use
-	bindReused                    // a later use
-	bindEnded                     // ended by ForceComplete before it was ever added
-	bindPending                   // added before and still pending: a misuse
-	bindBusy                      // its last use is not over: a misuse
-)
-
-// armOn sets pin on the current use if it is still pending, and reports
-// whether it did: a pin is only ever set on a pending use.
-func (o *Op) armOn(pin int64) bool {
-	for {
-		s := o.state.Load()
-		if s&outcomeBits != 0 {
-			return false
-		}
-		if o.state.CompareAndSwap(s, s|pin) {
-			return true
-		}
-	}
-}
-
-// firstTries is TryCompleteElseWatch's hold of the try bit, from its first
-// try to its last settle: no other try of the operation runs in between.
-type firstTries struct {
-	o    *Op
-	impl Operation
-	held bool
-}
-
-// hold is TryCompleteElseWatch's hold of the try bit, which bind took with
-// the use; ok is false if the use has ended meanwhile (ForceComplete): the
-// bit is let go then.
-func (o *Op) hold(impl Operation) (t firstTries, ok bool) {
-	if o.ended() {
-		o.abandon(false)
-		return firstTries{}, false
-	}
-	return firstTries{o, impl, true}, true
-}
-
-func (t *firstTries) check() bool { return t.o.check(t.impl) }
-
-// conclude lets go of the try bit, trying once more for each try asked for
-// meanwhile, and completes the operation if a try passed (ok is the last
-// one's result); it reports whether it did.
-func (t *firstTries) conclude(ok, solo bool) bool {
-	won := t.o.tryHeld(t.impl, ok, solo)
-	t.held = false
-	if won {
-		t.o.complete(t.impl, Completed, true)
-	}
-	return won
-}
-
-// undo, deferred, withdraws the operation if TryComplete panicked while the
-// try bit was held: nothing stays watched, armed or counted.
-func (t *firstTries) undo() {
-	if t.held && t.o.abandon(true) {
-		t.o.withdraw()
-	}
-}
+// restingWord reports whether w is a walking word with no walk under way and
+// nothing handed: the state a list rests in.
+func restingWord(w int64) bool { return w&^listLeveled == 0 }

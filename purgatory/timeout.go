@@ -28,8 +28,8 @@ func (o *Op) expire() {
 	c.counters.inflight.Add(1)
 	defer c.counters.inflight.Done()
 	defer c.recoverPanic("an expired operation's OnComplete, OnExpiration or Recycle")
-	defer o.release(armedBit, false)
-	o.end(Expired)
+	defer o.unpin(armedBit)
+	o.endOwn(Expired)
 }
 
 func (o *Op) contextDone() {
@@ -37,8 +37,8 @@ func (o *Op) contextDone() {
 	c.counters.inflight.Add(1)
 	defer c.counters.inflight.Done()
 	defer c.recoverPanic("OnComplete or Recycle of an operation whose context was done")
-	defer o.release(ctxBit, false)
-	o.end(ContextDone)
+	defer o.unpin(ctxBit)
+	o.endOwn(ContextDone)
 }
 
 // arm starts the operation's timeout and ties it to its context.
@@ -58,7 +58,7 @@ func (o *Op) arm() {
 // the pin after the claim, on sequentially consistent atomics, one sees the
 // other, so no timer of an ended use stays armed.
 func (o *Op) armTimer() {
-	if !o.armOn(armedBit) {
+	if !o.pin(armedBit) {
 		return
 	}
 	o.timer.Reset(o.Timeout)
@@ -74,7 +74,7 @@ func (o *Op) armTimer() {
 // keeps its pin: that use is never over, and its operation is not recycled.
 func (o *Op) stopTimer() {
 	if o.timer.Stop() {
-		o.release(armedBit, true) // from armTimer: the use was not solo yet
+		o.unpin(armedBit)
 	}
 }
 
@@ -83,7 +83,7 @@ func (o *Op) stopTimer() {
 // if the use ended meanwhile. The stop function is kept under Op.book, where
 // detach finds it.
 func (o *Op) watchContext() {
-	if !o.armOn(ctxBit) {
+	if !o.pin(ctxBit) {
 		return
 	}
 	stop := context.AfterFunc(o.Context, o.contextDone)
@@ -94,6 +94,6 @@ func (o *Op) watchContext() {
 	}
 	o.book.Unlock()
 	if done && stop() {
-		o.release(ctxBit, true) // the use ended during TryCompleteElseWatch: it was not solo yet
+		o.unpin(ctxBit)
 	}
 }

@@ -19,13 +19,24 @@ import (
 //	default: // Completed, Expired, ... : answer with the state as it is now
 //	}
 //
-// ready is tried at once, then by every CheckAndComplete (or
-// TryCompleteElseWatch) of one of keys, as an operation's TryComplete is, on
-// the goroutine that calls it: it must only check, and not block. A panic in
-// ready reaches that goroutine (the caller of Wait, for the first tries). A
-// timeout of [NoTimeout] waits for ready or ctx only; a zero timeout is a
-// misuse unless ctx has a deadline, which then bounds the wait. A nil ctx or
-// ready, or no keys, is a misuse and panics.
+// ready is tried at once, then by every CheckAndComplete, HandOff or Advance
+// of one of keys, as an operation's TryComplete is, on the goroutine that
+// calls it; it must not block. It may take what the wait is for (the next
+// job of a queue, say, with HandOff after each push): a ready that returns
+// true ends the wait Completed even if its timeout, ctx or Close comes during
+// that very try (see Operation.TryComplete), so what it took is never lost.
+// Wait returns only once no try of its wait can still run: after the one that
+// passed, or after the try under way when the wait ended otherwise. When the
+// purgatory's wheel stops under it, the purgatory closes and Wait returns
+// Closed. A panic in ready reaches the goroutine that tried it (the caller of
+// Wait, for the first tries).
+//
+// A timeout of zero or less is a poll: ready is tried once, on the calling
+// goroutine, and Wait returns Completed if it passed, else Expired, at once
+// (Closed after Close, without a try); nothing is watched or counted, and ctx
+// is not consulted. (A ?wait=0 query answers at once.) A timeout of
+// [NoTimeout] waits for ready or ctx only. A nil ctx or ready, or no keys, is
+// a misuse and panics.
 func (p *Purgatory[K]) Wait(ctx context.Context, timeout time.Duration, ready func() bool, keys ...K) Outcome {
 	p.mustBeNew()
 	switch {
@@ -34,11 +45,9 @@ func (p *Purgatory[K]) Wait(ctx context.Context, timeout time.Duration, ready fu
 	case ready == nil:
 		panic("purgatory: Wait called with a nil ready func")
 	case len(keys) == 0:
-		panic("purgatory: Wait called with no keys; pass the keys whose CheckAndComplete should try ready (a job's ID, say)")
-	case timeout == 0:
-		if _, ok := ctx.Deadline(); !ok {
-			panic("purgatory: Wait called with a zero timeout and a context without a deadline; pass a positive timeout, or purgatory.NoTimeout to wait for ready or ctx only")
-		}
+		panic("purgatory: Wait called with no keys; pass the keys whose CheckAndComplete or HandOff should try ready (a job's ID, say)")
+	case timeout <= 0:
+		return p.poll(ready)
 	}
 	w := &waiter{ready: ready, done: make(chan struct{})}
 	w.Timeout, w.Context = timeout, ctx
@@ -47,6 +56,17 @@ func (p *Purgatory[K]) Wait(ctx context.Context, timeout time.Duration, ready fu
 	}
 	<-w.done
 	return w.Outcome()
+}
+
+// poll is Wait with no time to wait: one try, at once.
+func (p *Purgatory[K]) poll(ready func() bool) Outcome {
+	switch {
+	case p.closed.Load():
+		return Closed
+	case ready():
+		return Completed
+	}
+	return Expired
 }
 
 // waiter is Wait's operation: OnComplete closes done, which Wait waits on.

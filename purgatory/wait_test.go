@@ -101,12 +101,39 @@ func TestWaitMisuse(t *testing.T) {
 	//lint:ignore SA1012 the misuse under test
 	testkit.Misuse(t, "purgatory: ", "nil Context", func() { p.Wait(nil, time.Second, ready, "k") })
 	testkit.Misuse(t, "purgatory: ", "nil ready func", func() { p.Wait(context.Background(), time.Second, nil, "k") })
-	testkit.Misuse(t, "purgatory: ", "zero timeout and a context without a deadline", func() { p.Wait(context.Background(), 0, ready, "k") })
 	testkit.Misuse(t, "purgatory: Wait called with no keys", "no keys", func() { p.Wait(context.Background(), time.Second, ready) })
+	testkit.Misuse(t, "purgatory: Wait called with no keys", "no keys", func() { p.Wait(context.Background(), 0, ready) })
 	synctest.Test(t, func(t *testing.T) {
 		q := newPurgatory(t)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		require.Equal(t, purgatory.ContextDone, q.Wait(ctx, 0, ready, "k"))
+		begin := time.Now()
+		require.Equal(t, purgatory.ContextDone, q.Wait(ctx, purgatory.NoTimeout, ready, "k"))
+		require.Equal(t, time.Second, time.Since(begin))
+	})
+}
+
+// A zero wait is a poll: one try of ready on the calling goroutine, and the
+// answer at once, with nothing watched or counted; so is a negative one.
+// After Close it answers Closed without a try.
+func TestZeroWaitPolls(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPurgatory(t)
+		tries := 0
+		has := false
+		ready := func() bool { tries++; return has }
+		done, cancel := context.WithCancel(context.Background())
+		cancel()
+		begin := time.Now()
+		require.Equal(t, purgatory.Expired, p.Wait(context.Background(), 0, ready, "k"))
+		require.Equal(t, purgatory.Expired, p.Wait(done, -time.Second, ready, "k"), "ctx is not consulted")
+		has = true
+		require.Equal(t, purgatory.Completed, p.Wait(context.Background(), 0, ready, "k"))
+		require.Equal(t, 3, tries)
+		require.Zero(t, time.Since(begin), "no waiting")
+		require.Equal(t, purgatory.Stats{}, p.Stats(), "nothing watched or counted")
+		p.Close()
+		require.Equal(t, purgatory.Closed, p.Wait(context.Background(), 0, ready, "k"))
+		require.Equal(t, 3, tries, "no try after Close")
 	})
 }

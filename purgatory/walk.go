@@ -1,69 +1,106 @@
 package purgatory
 
+import "sync/atomic"
+
 // The walks. A walk ends the operations of one key, one after another, with
 // no library lock held: CheckAndComplete and Advance try them (every one, or
-// those the key's level has made ready), CancelForKey and ForceCompleteForKey
-// end them with an outcome. A walk that tries begins with enter, which hands
-// it the key's list and its turn, and ends with leave; a key has one such
-// walk at a time.
+// those the key's level has made ready), HandOff tries them until one says
+// no, CancelForKey and ForceCompleteForKey end them with an outcome. A walk
+// that tries begins with enter, which hands it the key's list and its turn,
+// and ends with leave; a key has one such walk at a time. Every walk reads a
+// key's operations in the order they were watched.
 
 // CheckAndComplete tries to complete every operation watched under key, with
-// no purgatory lock held, and returns how many this call completed (Kafka's
-// checkAndComplete). It walks the key's list in place; the operations it
-// completes no longer count in Watched when it returns, and their places in
-// the key's list are reclaimed as the walk ends, in one critical section. An
-// operation that another goroutine is trying at that moment is not waited for:
-// that goroutine tries it once more. Nor is a walk of the same key under way,
-// on another goroutine or further up this one (a TryComplete that checks its
-// own key): that walk is asked to go over the key once more before it ends,
-// and this call returns 0. It returns 0 after Close.
+// no purgatory lock held, in the order they were watched, and returns how many
+// this call completed (Kafka's checkAndComplete). It walks the key's list in
+// place; the operations it completes no longer count in Watched when it
+// returns, and their places in the key's list are reclaimed as the walk ends,
+// in one critical section. An operation that another goroutine is trying at
+// that moment is not waited for: that goroutine tries it once more. Nor is a
+// walk of the same key under way, on another goroutine or further up this one
+// (a TryComplete that checks its own key): that walk is asked to go over the
+// key once more before it ends, and this call returns 0. It returns 0 after
+// Close.
 //
 // If a callback panics (TryComplete, OnComplete, OnExpiration or the
 // Observer), the operations after it are still tried, and then the panic
 // continues. An operation whose TryComplete panicked stays watched, with its
 // timeout running; one whose OnComplete panicked has ended and is counted.
 func (p *Purgatory[K]) CheckAndComplete(key K) int {
-	return p.walkKey(key, noLevel, true)
+	return p.walkKey(key, noLevel, walkAll)
+}
+
+// HandOff gives what has just become available under key (one item pushed to
+// a queue, a slot freed) to the operations waiting for it, first come first
+// served: it tries the key's operations in the order they were watched,
+// completes each whose TryComplete returns true, and stops at the first that
+// returns false, or panics (the panic then continues). It returns how many
+// this call completed. A TryComplete that passes may take the item it
+// completes with: the operation then ends Completed whatever else happens
+// meanwhile (see Operation.TryComplete), so an item handed off is never lost
+// to a racing timeout.
+//
+// It passes over ended operations, those waiting for a level the key has not
+// reached, and those that another goroutine is trying at that moment (that
+// goroutine tries once more); it never waits. A walk of the key under way, on
+// another goroutine or further up this one, is asked for one more round and
+// this call returns 0: that round stops at its first "no" too, unless a
+// CheckAndComplete or Advance asked for it as well. Its cost is the
+// operations it passes and completes, not those watched: call it once for
+// each item made available (or once for many: it goes on until a try says
+// no). It returns 0 after Close.
+func (p *Purgatory[K]) HandOff(key K) int {
+	return p.walkKey(key, noLevel, walkHandOff)
 }
 
 // Advance reports that key has reached level and tries, with no purgatory
 // lock held, the operations this makes ready: those watched at a level up to
-// level under key, lowest level first, after the key's plain watchers (and
-// the operations whose level came earlier but whose TryComplete said "not
-// yet"), so that one call per event serves both kinds. It returns how many
-// this call completed. A key's level only grows: an Advance at or below the
-// highest level reported for key tries the plain watchers only. A counter
-// that starts again from zero (a partition recreated, say) is the caller's to
-// handle, with CancelForKey or ForceCompleteForKey on the old key. The level
-// of a key nobody watches is not kept: an operation watched later at a level
-// already passed is tried at once by TryCompleteElseWatchAt, and at the
-// key's next Advance.
+// level under key, lowest level first (in the order watched among equal
+// levels), after the key's plain watchers (and the operations whose level
+// came earlier but whose TryComplete said "not yet"), so that one call per
+// event serves both kinds. It returns how many this call completed. A key's
+// level only grows: an Advance at or below the highest level reported for key
+// tries the plain watchers only. A counter that starts again from zero (a
+// partition recreated, say) is the caller's to handle, with CancelForKey or
+// ForceCompleteForKey on the old key. The level of a key nobody watches is
+// not kept: an operation watched later at a level already passed is tried at
+// once by TryCompleteElseWatchAt, and at the key's next Advance.
 //
 // As CheckAndComplete: a walk of the key under way on another goroutine (or
 // further up this one) is asked for one more pass and this call returns 0;
 // a panic in a callback lets the walk finish before it continues; after
 // Close it returns 0.
 func (p *Purgatory[K]) Advance(key K, level int64) int {
-	return p.walkKey(key, level, false)
+	return p.walkKey(key, level, walkReady)
 }
 
-// walkKey is CheckAndComplete (all) and Advance: it records that key is at
-// level (noLevel: no news of its level), walks the operations this makes
-// ready, or with all every operation of the key, and returns how many it
-// completed.
-func (p *Purgatory[K]) walkKey(key K, level int64, all bool) int {
+// A walk's kind: what it reads, and whether it stops at its first "no".
+type walkKind uint8
+
+const (
+	walkAll     walkKind = iota // CheckAndComplete: every operation, level heap included
+	walkReady                   // Advance: the entries, which its level moved the ready ones to
+	walkHandOff                 // HandOff: the entries, until a try says no
+)
+
+// walkKey is CheckAndComplete, Advance and HandOff: it records that key is at
+// level (noLevel: no news of its level), walks what kind reads, and returns
+// how many it completed.
+func (p *Purgatory[K]) walkKey(key K, level int64, kind walkKind) int {
 	p.mustBeNew()
-	p.watchers.checkKey(key)
+	p.watchers.mustHashKey(key)
 	if p.closed.Load() {
 		return 0
 	}
-	l, ops := p.watchers.enter(key, level, all)
+	l, ops := p.watchers.enter(key, level, kind)
 	if l == nil {
 		return 0
 	}
-	w := tryWalk{walk: walk{ops: ops}, list: l}
-	prefetch(w.ops)
-	defer w.finish()
+	w := tryWalk{walk: walk{ops: ops}, list: l, word: &l.walking, handOff: kind == walkHandOff}
+	if !w.handOff {
+		prefetch(w.ops)
+	}
+	defer w.unwind()
 	w.run()
 	return w.won
 }
@@ -72,13 +109,15 @@ func (p *Purgatory[K]) walkKey(key K, level int64, all bool) int {
 // without completing them: their timeouts stop, they leave their other keys'
 // watch lists, OnComplete does not run and Outcome reports Cancelled (Kafka's
 // cancelForKey). It returns the operations it cancelled, in no particular
-// order; none for a key nobody watches. If the Observer panics, the remaining
-// operations are still cancelled before the panic continues.
+// order; none for a key nobody watches. An operation that a try holds at that
+// moment is among them, though it ends only when that try returns: Completed,
+// with OnComplete, if the try passed, else Cancelled. If the Observer panics,
+// the remaining operations are still cancelled before the panic continues.
 func (p *Purgatory[K]) CancelForKey(key K) []Operation {
 	p.mustBeNew()
-	p.watchers.checkKey(key)
+	p.watchers.mustHashKey(key)
 	w := endWalk{walk: walk{ops: p.watchers.remove(key)}, outcome: Cancelled}
-	defer w.finish()
+	defer w.unwind()
 	w.run()
 	cancelled := make([]Operation, w.won)
 	for i, e := range w.ops[:w.won] {
@@ -90,23 +129,25 @@ func (p *Purgatory[K]) CancelForKey(key K) []Operation {
 // ForceCompleteForKey ends every operation watched under key with Outcome
 // Forced, running each one's OnComplete on the calling goroutine ("flush this
 // tenant": answer everything waiting on it now), and returns how many this
-// call ended. It is ForceComplete for each operation under key: an operation
-// that another path ends meanwhile (a walk of the key trying it, its timeout,
-// Close) ends once, by whichever path wins, and does not count here. The
-// operations leave their other keys' watch lists and stop their timeouts, and
-// are counted under Forced in Stats and the metrics. The key's list is taken
-// whole first, as CancelForKey takes it, so a CheckAndComplete of the key
-// running at the same time finishes its own pass and then finds the key
-// empty.
+// call ended or left Forced to the try under way. It is ForceComplete for each
+// operation under key: an operation that another path ends meanwhile (its
+// timeout, Close) ends once, by whichever path wins, and does not count here;
+// one that a try holds at that moment counts, and ends when that try returns,
+// Completed if it passed, else Forced, with OnComplete on the trying
+// goroutine. The operations leave their other keys' watch lists and stop
+// their timeouts, and are counted under Forced in Stats and the metrics. The
+// key's list is taken whole first, as CancelForKey takes it, so a
+// CheckAndComplete of the key running at the same time finishes its own pass
+// and then finds the key empty.
 //
 // OnComplete runs inside this call: one that blocks holds up the rest (see
 // [StuckAfter]). If a callback panics (OnComplete or the Observer), the
 // remaining operations are still ended before the panic continues.
 func (p *Purgatory[K]) ForceCompleteForKey(key K) int {
 	p.mustBeNew()
-	p.watchers.checkKey(key)
+	p.watchers.mustHashKey(key)
 	w := endWalk{walk: walk{ops: p.watchers.remove(key)}, outcome: Forced}
-	defer w.finish()
+	defer w.unwind()
 	w.run()
 	return w.won
 }
@@ -115,7 +156,8 @@ func (p *Purgatory[K]) ForceCompleteForKey(key K) int {
 // first read of an operation is a cache miss, and a try is long enough that
 // the CPU never has two of those in flight; a loop this short overlaps them
 // all, and the tries then hit the cache. (BenchmarkCheckWalk: about a third
-// of the time per try.)
+// of the time per try.) A hand-off, which reads only as far as its first
+// "no", does without.
 func prefetch(ops []entry) {
 	for _, e := range ops {
 		e.op.touch()
@@ -124,14 +166,14 @@ func prefetch(ops []entry) {
 
 // walk is where a walk of one key's operations stands: ops, read in order
 // from next, with no library lock held, and won, how many it ended. A walk
-// that tries (tryWalk: CheckAndComplete, Advance) holds its key's list and
-// its turn and goes over it again as often as other walks of the key ask it
-// to; a walk that ends (endWalk: CancelForKey, ForceCompleteForKey) reads a
-// copy of a list it removed from the map, once, and needs neither.
+// that tries (tryWalk: CheckAndComplete, Advance, HandOff) holds its key's
+// list and its turn and goes over it again as often as other walks of the key
+// ask it to; a walk that ends (endWalk: CancelForKey, ForceCompleteForKey)
+// reads a copy of a list it removed from the map, once, and needs neither.
 //
-// Each walk's run is deferred once more, as finish, by the method that runs
+// Each walk's run is deferred once more, as unwind, by the method that runs
 // it: a callback that panics, or calls runtime.Goexit, unwinds through
-// finish, which lets go of what the walk held and walks the rest before the
+// unwind, which lets go of what the walk held and walks the rest before the
 // panic (the last one, if a later operation panics too) or the Goexit goes
 // on. So one operation's panic does not hold back the others, a TryComplete
 // that ends its goroutine (t.FailNow in a test's TryComplete, say) leaves
@@ -147,74 +189,147 @@ type walk struct {
 // tryWalk is a walk that tries its key's operations.
 type tryWalk struct {
 	walk
-	holding *Op      // the operation whose try bit this walk holds, if any
-	list    walkList // the key's list this walk holds, until it leaves it
+	holding entry         // the operation whose try bit this walk holds, if any
+	list    walkList      // the key's list this walk holds, until it leaves it
+	word    *atomic.Int64 // the list's walking word: read after each try, for uses handed to the walk
+	handOff bool          // this round stops at its first "no"
 }
 
 // walkList is a key's watch list as a walk holds it, whatever the key's type.
 type walkList interface {
-	// leave ends the walk of the list and compacts it if any entry is dead,
-	// unless another walk asked for one more pass: then it compacts, returns
-	// the list's entries and true, and the walk goes on with them.
-	leave() (ops []entry, again bool)
+	// leave ends a round of the walk, which read passed entries (a
+	// hand-off's, if handOff), and compacts what the round passed, unless
+	// another walk asked for one more round: then it returns the entries
+	// that round reads and again, and all if it is over every operation
+	// (not only a hand-off's).
+	leave(handOff bool, passed int) (ops []entry, again, all bool)
+	// takeHanded returns the solo uses handed to the walk with an outcome
+	// left (Op.handToWalk), and forgets them.
+	takeHanded() []entry
 }
 
 // run tries the operations, and goes over the list again for as long as
-// other walks ask it to before it leaves.
+// other walks ask it to before it leaves; then it applies the outcomes handed
+// to it.
 func (w *tryWalk) run() {
-	for {
+	for w.list != nil {
 		w.tryEach()
-		if w.list == nil {
-			return
-		}
-		ops, again := w.list.leave()
+		ops, again, all := w.list.leave(w.handOff, w.next)
 		w.ops, w.next = ops, 0
 		if !again {
+			l := w.list
 			w.list = nil
+			applyAll(l.takeHanded()) // after leave let go: see hand
 			return
 		}
-		prefetch(w.ops)
+		w.handOff = !all
+		if all {
+			prefetch(w.ops)
+		}
 	}
 }
 
-// tryEach tries each operation from next, and completes those that pass.
+// tryEach tries each operation from next, completes those that pass, and
+// applies the outcomes handed to the walk after each try, so that one waits
+// for at most one try. A hand-off round stops at its first "no". The
+// commonest case, a solo use whose try says no, is the loop's own: one load
+// of the use's state, the try, one load of the list's word.
 func (w *tryWalk) tryEach() {
 	for w.next < len(w.ops) {
 		e := w.ops[w.next]
 		w.next++
-		o, impl := e.op, e.impl
-		if o.walkOnly(e.gen) { // no try bit to take (operation.go)
-			if o.check(impl) && o.claimAt(e.gen, Completed) {
-				w.won++
-				o.complete(impl, Completed, true)
-			}
-			continue
+		var no bool
+		if st, s := e.op.step(e.gen); st != stepSolo {
+			no = w.try(e, st)
+		} else if lockedIn(s) {
+			no = w.trySolo(e, e.op.runTryLocked(e.impl))
+		} else if e.impl.TryComplete() {
+			w.trySolo(e, true)
+		} else {
+			// No, and an outcome left meanwhile was handed to this walk,
+			// which applies it below.
+			no = true
 		}
-		if !o.acquire(e.gen) {
-			continue // its holder tries it once more, or e is dead
+		if handedIn(w.word.Load()) {
+			applyAll(w.list.takeHanded())
 		}
-		w.holding = o
-		won := o.tryHeld(impl, o.check(impl), false)
-		w.holding = nil
-		if won {
-			w.won++
-			o.complete(impl, Completed, true)
+		if no && w.handOff {
+			return
 		}
 	}
 }
 
-// finish is deferred by run's caller (see walk): after a walk that ran to
-// its end it does nothing; after a callback panicked or called Goexit, it
-// lets go of the try bit if TryComplete was the one, and walks the rest.
-func (w *tryWalk) finish() {
-	if o := w.holding; o != nil {
-		w.holding = nil
-		o.abandon(false)
+// trySolo ends the walk's try of e's solo use, made without the try bit,
+// which returned ok (the steps at Op.handToWalk), and reports whether it said
+// no.
+func (w *tryWalk) trySolo(e entry, ok bool) (no bool) {
+	switch r, out := e.op.soloTried(e.gen, ok); r {
+	case settleWon:
+		w.won++
+		e.op.complete(e.impl, out)
+	case settleApplied:
+		e.op.complete(e.impl, out)
 	}
-	if w.next < len(w.ops) || w.list != nil {
-		defer w.finish()
-		w.run()
+	return !ok
+}
+
+// try does what step st says with e's use, when it is not a solo try: passes
+// it if it has ended, applies an outcome left on it, or takes the try bit and
+// tries it, completing it if it passes or with an outcome left for the try.
+// It reports whether it was tried and said no.
+func (w *tryWalk) try(e entry, st step) (no bool) {
+	o, impl := e.op, e.impl
+	switch st {
+	case stepDead:
+		return false
+	case stepApply:
+		if out := o.apply(e.gen); out != Pending {
+			o.complete(impl, out)
+		}
+		return false
 	}
+	switch o.acquire(e.gen) {
+	case acquirePassed:
+		return false // ended, or its holder tries it once more
+	case acquireLeft:
+		if out := o.apply(e.gen); out != Pending {
+			o.complete(impl, out)
+		}
+		return false
+	}
+	w.holding = e
+	r, out, ok := o.tryHeld(impl, o.runTry(impl), 0)
+	w.holding = entry{}
+	switch r {
+	case settleWon:
+		w.won++
+		o.complete(impl, out)
+	case settleApplied:
+		o.complete(impl, out)
+	}
+	return !ok
+}
+
+// unwind is deferred by run's caller (see walk): after a walk that ran to its
+// end it does nothing; after a callback panicked or called Goexit, it lets go
+// of the try bit if TryComplete was the one (completing the use with an
+// outcome left for that try), and walks the rest: the rest of a round over
+// every operation, but no more of a hand-off's, which stops at a panic as at
+// a "no". Further rounds asked for meanwhile still run.
+func (w *tryWalk) unwind() {
+	held := w.holding
+	w.holding = entry{}
+	if w.handOff {
+		w.next = len(w.ops)
+	}
+	if held.op == nil && w.next >= len(w.ops) && w.list == nil {
+		return
+	}
+	defer w.unwind()
+	if held.op != nil {
+		held.op.abandonTry(held.impl, false)
+	}
+	w.run()
 }
 
 // endWalk is a walk that ends every operation with outcome.
@@ -223,8 +338,9 @@ type endWalk struct {
 	outcome Outcome
 }
 
-// run ends each operation from next that no other path has ended, and moves
-// those it ended to the front of ops (CancelForKey returns them).
+// run ends each operation from next that no other path has ended, or leaves
+// the outcome to the try under way, and moves those to the front of ops
+// (CancelForKey returns them).
 func (w *endWalk) run() {
 	for w.next < len(w.ops) {
 		e := w.ops[w.next]
@@ -236,11 +352,11 @@ func (w *endWalk) run() {
 	}
 }
 
-// finish is deferred by run's caller (see walk): it ends the rest after a
+// unwind is deferred by run's caller (see walk): it ends the rest after a
 // callback panicked.
-func (w *endWalk) finish() {
+func (w *endWalk) unwind() {
 	if w.next < len(w.ops) {
-		defer w.finish()
+		defer w.unwind()
 		w.run()
 	}
 }
@@ -248,11 +364,11 @@ func (w *endWalk) finish() {
 // enter begins a walk of key's list, first recording that key is at level
 // (reach; noLevel for none): it returns the list, whose turn the walk holds
 // until it leaves it, and what the walk reads: the list's entries in place,
-// the operations whose level the key has reached included, or with all a copy
-// of those and the ones still waiting for a level (CheckAndComplete). It
-// returns a nil list if there is nothing to read, or if another walk of the
-// key is under way: that walk is then asked to go round once more.
-func (s *shards[K]) enter(key K, level int64, all bool) (*watchList[K], []entry) {
+// the operations whose level the key has reached included, or for walkAll a
+// copy of those and the ones still waiting for a level. It returns a nil list
+// if there is nothing to read, or if another walk of the key is under way:
+// that walk is then asked to go round once more.
+func (s *shards[K]) enter(key K, level int64, kind walkKind) (*watchList[K], []entry) {
 	sh := s.of(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -262,39 +378,63 @@ func (s *shards[K]) enter(key K, level int64, all bool) (*watchList[K], []entry)
 	}
 	l.reach(level)
 	ops := l.entries
-	if all {
+	if kind == walkAll {
 		ops = l.walkable()
 	}
 	if len(ops) == 0 {
 		return nil, nil
 	}
-	if !l.walking.take(0, 0, 0) {
+	if !l.take(kind != walkHandOff) {
 		return nil, nil // the walk under way goes round once more
 	}
 	return l, ops
 }
 
-// leave implements walkList. A walk that leaves compacts the list's entries
-// if any is dead (the walk has just read them all), and its heap too if the
-// list is crowded: drops that found the list walked left compacting to it.
-// It does so after it lets go of the list, so that a drop either sees the
-// walk over (and compacts itself) or is seen here. If another walk asked for
-// one more round, it keeps the turn and compacts under the mutex instead, and
-// returns what the round reads: a CheckAndComplete's round tries the heap
-// too, so it reads all.
-func (l *watchList[K]) leave() ([]entry, bool) {
-	if !l.walking.release() {
-		l.finishDeferred()
-		if count := l.count.Load(); anyDead(count) {
-			l.compact(l.crowded(count))
-		}
-		return nil, false
-	}
+// leave implements walkList. A round that leaves compacts what it passed if
+// any entry is dead: a round over every operation compacts the whole list
+// (it has just read it all), and its heap too if the list is crowded; a
+// hand-off's compacts the entries it passed (compactFront), and the whole
+// list only if the dead outnumber the live. Drops that found the list walked
+// left compacting to it. It does so after it lets go of the list, so that a
+// drop either sees the walk over (and compacts itself) or is seen here. If
+// another walk asked for one more round, it keeps the turn and compacts under
+// the mutex instead, and returns what that round reads: for a round over
+// every operation, all of them (a CheckAndComplete's round tries the heap
+// too).
+func (l *watchList[K]) leave(handOff bool, passed int) ([]entry, bool, bool) {
+	again, all := l.letGo()
 	sh := l.shard
+	if !again {
+		if anyDead(l.count.Load()) {
+			sh.mu.Lock()
+			if !l.walked() {
+				l.tidy(handOff, passed)
+			}
+			sh.mu.Unlock()
+		}
+		return nil, false, false
+	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if count := l.count.Load(); anyDead(count) {
-		l.compactLocked(l.crowded(count))
+	l.tidy(handOff, passed)
+	if all {
+		return l.walkable(), true, true
 	}
-	return l.walkable(), true
+	return l.entries, true, false
+}
+
+// tidy compacts after a round (see leave). The caller holds the shard's
+// mutex and the walk, or has seen that nobody holds it.
+func (l *watchList[K]) tidy(handOff bool, passed int) {
+	count := l.count.Load()
+	switch {
+	case !anyDead(count):
+	case !handOff:
+		l.compactLocked(l.crowded(count))
+	default:
+		l.compactFront(passed)
+		if count := l.count.Load(); l.crowded(count) {
+			l.compactLocked(true)
+		}
+	}
 }

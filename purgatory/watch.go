@@ -68,11 +68,11 @@ func mayPanicToHash(t reflect.Type) bool {
 	return false
 }
 
-// checkKeys panics with a message that names the key if one cannot be hashed,
-// before anything changes; every method that takes keys calls it, so the
-// mistake reads the same everywhere. It costs nothing for key types that
+// mustHashKeys panics with a message that names the key if one cannot be
+// hashed, before anything changes; every method that takes keys calls it, so
+// the mistake reads the same everywhere. It costs nothing for key types that
 // cannot hold an interface.
-func (s *shards[K]) checkKeys(keys []K) {
+func (s *shards[K]) mustHashKeys(keys []K) {
 	if !s.mayPanic {
 		return
 	}
@@ -81,8 +81,8 @@ func (s *shards[K]) checkKeys(keys []K) {
 	}
 }
 
-// checkKey is checkKeys for one key.
-func (s *shards[K]) checkKey(key K) {
+// mustHashKey is mustHashKeys for one key.
+func (s *shards[K]) mustHashKey(key K) {
 	if s.mayPanic {
 		s.hashes(key)
 	}
@@ -98,7 +98,9 @@ func (s *shards[K]) hashes(key K) {
 }
 
 // watch links o under key and records the list on o, atomically with respect
-// to o's completion. It returns false if o has already completed.
+// to o's completion. It returns false if o has an outcome, or one left for
+// its tries (which apply it, unless one passes): watching it further would be
+// undone at once.
 func (s *shards[K]) watch(o *Op, key K) bool {
 	return s.watchAt(o, key, noLevel)
 }
@@ -109,7 +111,7 @@ func (s *shards[K]) watchAt(o *Op, key K, level int64) bool {
 	sh := s.of(key)
 	o.book.Lock()
 	defer o.book.Unlock()
-	if o.ended() {
+	if o.decided() {
 		return false
 	}
 	sh.mu.Lock()
@@ -132,9 +134,11 @@ func (s *shards[K]) watchAt(o *Op, key K, level int64) bool {
 	return true
 }
 
-// take removes key's watch list from the map and returns a copy of its
+// remove takes key's watch list out of the map and returns a copy of its
 // entries (a walk may still be reading them). The operations stay counted as
-// watched until they end and drop, as the caller is about to make them.
+// watched until they end and drop, as the caller is about to make them. The
+// uses handed to a walk of the list stay with it: that walk still applies
+// them.
 func (s *shards[K]) remove(key K) []entry {
 	sh := s.of(key)
 	sh.mu.Lock()
@@ -147,7 +151,11 @@ func (s *shards[K]) remove(key K) []entry {
 		sh.empty-- // an empty list kept for reuse
 	}
 	ops := slices.Clone(l.walkable())
-	l.entries, l.lv = nil, nil
+	var owed *levelState
+	if l.lv != nil && len(l.lv.handed) > 0 {
+		owed = &levelState{high: noLevel, handed: l.lv.handed}
+	}
+	l.entries, l.lv = nil, owed
 	l.setLeveled(false)
 	l.count.Store(0)
 	delete(sh.lists, key)

@@ -35,17 +35,17 @@ import (
 // cache line, and no clock read.
 const StuckAfter = stuck.After
 
-// running is one P's slots for the callbacks that run now: one block of
+// slotBlock is one P's slots for the callbacks that run now: one block of
 // cacheline.Size bytes, written by that P's goroutines only.
-type running [cacheline.Size / 8]atomic.Pointer[Op]
+type slotBlock [cacheline.Size / 8]atomic.Pointer[Op]
 
 // slotsPerP is how many callbacks running at once on one P the watchdog can
 // name; more run untracked (a line then says "at least").
-const slotsPerP = len(running{})
+const slotsPerP = len(slotBlock{})
 
 // watchdog tracks the callbacks that run, and samples them while any do.
 type watchdog struct {
-	slots   []running // one per P at New; immutable slice
+	slots   []slotBlock // one per P at New; immutable slice
 	sampler *stuck.Sampler
 
 	mu   sync.Mutex // guards seen
@@ -53,7 +53,7 @@ type watchdog struct {
 }
 
 func newWatchdog(c *core) *watchdog {
-	d := &watchdog{slots: make([]running, max(runtime.GOMAXPROCS(0), 1)), seen: map[*Op]time.Time{}}
+	d := &watchdog{slots: make([]slotBlock, max(runtime.GOMAXPROCS(0), 1)), seen: map[*Op]time.Time{}}
 	d.sampler = stuck.New(c.look, d.quiet)
 	return d
 }
@@ -83,7 +83,7 @@ type ran struct {
 // look is the purgatory's sample (stuck.Sampler): it logs the callbacks that
 // an earlier sample saw and that still run StuckAfter later, and reports
 // whether any runs.
-func (c *core) look(now time.Time) (running bool) {
+func (c *core) look(now time.Time) (busy bool) {
 	live := c.dog.sample(now)
 	var late []ran
 	for _, r := range live {
@@ -110,9 +110,9 @@ func (d *watchdog) sample(now time.Time) []ran {
 	return live
 }
 
-// running returns the callbacks that run, as sample does, and leaves the
+// current returns the callbacks that run, as sample does, and leaves the
 // sampler's memory as it is.
-func (d *watchdog) running(now time.Time) []ran {
+func (d *watchdog) current(now time.Time) []ran {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.runningLocked(now)
@@ -146,13 +146,14 @@ func (d *watchdog) quiet() bool {
 	return true
 }
 
-// heldUp names the call an operation's callbacks run in, by its outcome.
-var heldUp = map[Outcome]string{
-	Completed:   "the CheckAndComplete or TryCompleteElseWatch that completed it",
-	Forced:      "the ForceComplete or ForceCompleteForKey that ended it",
-	Expired:     "a timing-wheel worker (no timeout of the wheel fires once every worker is held)",
-	ContextDone: "the goroutine of its context's AfterFunc",
-	Closed:      "Close (or Shutdown's sweep, which its context bounds)",
+// runsIn names the call an operation's callbacks run in, by its outcome. An
+// outcome left for a try runs in the call that ran the try.
+var runsIn = map[Outcome]string{
+	Completed:   "the CheckAndComplete, HandOff, Advance or TryCompleteElseWatch that completed it",
+	Forced:      "the ForceComplete or ForceCompleteForKey that ended it, or the call whose try it waited for",
+	Expired:     "a timing-wheel worker (no timeout of the wheel fires once every worker is held), or the call whose try it waited for",
+	ContextDone: "the goroutine of its context's AfterFunc, or the call whose try it waited for",
+	Closed:      "Close (or Shutdown's sweep, which its context bounds), or the call whose try it waited for",
 	Shed:        "the TryCompleteElseWatch that shed it",
 }
 
@@ -183,7 +184,7 @@ func (c *core) describe(rs []ran, now time.Time) (count, list string) {
 			age = d.Truncate(time.Second).String()
 		}
 		out := r.o.Outcome()
-		fmt.Fprintf(&b, "%T (%v) for %s, holding up %s", r.o.impl, out, age, heldUp[out])
+		fmt.Fprintf(&b, "%T (%v) for %s, holding up %s", r.o.impl, out, age, runsIn[out])
 	}
 	count = fmt.Sprint(len(rs))
 	if c.dog.full() {

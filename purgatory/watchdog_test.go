@@ -30,7 +30,7 @@ func TestStuckCallbackIsLogged(t *testing.T) {
 				op.Ready.Store(true)
 				go p.CheckAndComplete("k")
 			},
-			want: `purgatory_test.stuck (completed) for 5s, holding up the CheckAndComplete or TryCompleteElseWatch that completed it`,
+			want: `purgatory_test.stuck (completed) for 5s, holding up the CheckAndComplete, HandOff, Advance or TryCompleteElseWatch that completed it`,
 		},
 		"Close": {
 			end:  func(p *purgatory.Purgatory[string], op stuck) { go p.Close() },

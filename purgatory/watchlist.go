@@ -26,16 +26,19 @@ import (
 // however many it completed.
 
 // place is a key's watch list as an operation sees it, whatever the key's
-// type: the list it must tell when it ends.
+// type: the list it must tell when it ends, and, for a solo use, the list
+// whose walk it hands an outcome to (Op.handToWalk).
 type place interface {
 	// drop counts one of the list's entries dead: its operation has ended.
 	// It is called once for each time the operation was linked there.
 	drop()
 	// walked reports whether a walk of the list is under way.
 	walked() bool
-	// deferFinish finishes o, a solo use just over that a walk of the list
-	// may still be trying, once no walk is (see Op.release).
-	deferFinish(o *Op)
+	// hand leaves e, a solo use with an outcome left for its walk, to the
+	// walk of the list under way, and returns nil; if that walk has let go
+	// meanwhile, it returns every use handed to the list, e's included,
+	// for the caller to apply (applyAll).
+	hand(e entry) []entry
 }
 
 // watchList holds the operations watched under one key. Its invariants:
@@ -57,12 +60,19 @@ type place interface {
 //     therefore read the entries it was handed with no lock: entries beyond
 //     them may be appended, into the same array or a new one, but none it
 //     reads is written until it leaves.
-//   - One walk at a time: walking is a turn (turn.go), taken by enter (under
-//     the mutex) and let go by leave (without it). A CheckAndComplete or
-//     Advance that finds it taken asks for one more round and returns; leave
-//     then hands the walk the entries once more rather than letting go. So no
-//     request for a walk is lost, and an operation watched under this key
-//     alone (solo, in the block at Op) is tried by nobody but this list's walk.
+//   - One walk at a time: walking is a turn (state.go), taken by enter
+//     (under the mutex) and let go by leave (without it). A CheckAndComplete,
+//     Advance or HandOff that finds it taken asks for one more round and
+//     returns; leave then hands the walk the entries once more rather than
+//     letting go (a round over every operation if any but a HandOff asked).
+//     So no request for a walk is lost, and an operation watched under this
+//     key alone (solo, in the block at Op) is tried by nobody but this
+//     list's walk.
+//   - Entries are in the order their operations were watched (a level watch:
+//     the order Advance reached it), and stay so: compaction keeps the live
+//     ones in order, and a reused operation's next use is a new entry at
+//     the end. Every walk reads them in that order: first come, first
+//     served.
 //   - A drop that finds the list walked leaves compacting to the walk, which
 //     checks the count after it lets go (leave): one of the two sees the
 //     other, so no list is left mostly dead.
@@ -75,41 +85,24 @@ type place interface {
 //     a heap never walked in place; reach moves those whose level is
 //     reached to entries. count covers both parts, and so does a drop.
 //     lv.high, the highest level reported, only grows, and is forgotten
-//     with the list. lv also holds the solo uses waiting for the walk to
-//     leave before they are finished (deferFinish), a rare path.
+//     with the list. lv also holds the solo uses handed to the walk with an
+//     outcome left for it (hand), a rare path, which the walk applies
+//     between its tries and as it leaves; take keeps them.
 //   - The walking word holds, beside the turn's bits, listLeveled (lv's heap
 //     holds a waiting operation: drops compact sooner; set and cleared
-//     under the mutex) and listFinishing (lv.finishing is not empty).
+//     under the mutex), listHanded (lv.handed is not empty) and
+//     listAgainAll (state.go).
 //
 // The words every drop and walk touch (count, walking, entries) come first,
 // on one cache line, and a list of plain watches for an int key fits 64
 // bytes: W5 at 10,000 keys holds 10,000 of them.
 type watchList[K comparable] struct {
 	count   atomic.Int64 // len(entries)+len(levels) and the dead among them; see split
-	walking turn         // one walk at a time (turn.go), and listLeveled, listFinishing
+	walking atomic.Int64 // one walk at a time, and its flags (state.go)
 	entries []entry
 	lv      *levelState // nil until the key's first level watch or Advance
 	key     K
 	shard   *shard[K]
-}
-
-// The bits of the walking word beside the turn's.
-const (
-	listLeveled   int64 = 0x1
-	listFinishing int64 = 0x2
-)
-
-// leveled reports whether lv's heap holds a waiting operation.
-func (l *watchList[K]) leveled() bool { return l.walking.Load()&listLeveled != 0 }
-
-// setLeveled records whether lv's heap holds a waiting operation. The
-// caller holds the shard's mutex.
-func (l *watchList[K]) setLeveled(on bool) {
-	if on {
-		l.walking.Or(listLeveled)
-	} else {
-		l.walking.And(^listLeveled)
-	}
 }
 
 func newWatchList[K comparable](key K, sh *shard[K]) *watchList[K] {
@@ -188,14 +181,17 @@ func (l *watchList[K]) linkAt(o *Op, level int64) {
 		l.link(o)
 		return
 	}
-	l.levelsMade().levels.Push(level, entry{o.impl, o, o.gen()})
+	lv := l.levelsMade()
+	lv.seq++
+	lv.levels.PushInOrder(level, lv.seq, entry{o.impl, o, o.gen()})
 	l.setLeveled(true)
 	l.count.Add(oneEntry)
 }
 
 // reach records that the key is at level and, if that is higher than before,
 // moves the operations waiting for it from the heap to the end of entries,
-// lowest level first. The caller holds the shard's mutex.
+// lowest level first, and in the order they were watched among equal levels.
+// The caller holds the shard's mutex.
 func (l *watchList[K]) reach(level int64) {
 	if level == noLevel {
 		return
@@ -244,65 +240,47 @@ func shrunk[S ~[]E, E any](s S) S {
 // so nothing else would let go of the ended ones (their expiries, mostly)
 // until their level came.
 func (l *watchList[K]) drop() {
-	if l.crowded(l.count.Add(1)) && !l.walking.taken() {
+	if l.crowded(l.count.Add(1)) && !l.walked() {
 		l.compact(true)
 	}
 }
 
-// walked implements place.
-func (l *watchList[K]) walked() bool { return l.walking.taken() }
-
-// deferFinish implements place: it finishes o now if no walk holds the list,
-// or leaves it to the walk, which finishes it as it leaves (finishDeferred).
-// It flags the list before it looks at the turn, and the walk lets go of the
-// turn before it looks at the flag: one of the two sees the other.
-func (l *watchList[K]) deferFinish(o *Op) {
+// hand implements place. It queues e for the walk, flagging the list before
+// it looks at the turn, while the walk lets go of the turn before it looks at
+// the flag (leave, then takeHanded): one of the two sees the other, so no
+// use handed here waits for a walk that has gone.
+func (l *watchList[K]) hand(e entry) []entry {
 	sh := l.shard
 	sh.mu.Lock()
+	defer sh.mu.Unlock()
 	lv := l.levelsMade()
-	lv.finishing = append(lv.finishing, o)
-	l.walking.Or(listFinishing)
-	var now []*Op
-	if !l.walking.taken() {
-		now = l.takeFinishing()
+	lv.handed = append(lv.handed, e)
+	l.setHanded(true)
+	if l.walked() {
+		return nil
 	}
-	sh.mu.Unlock()
-	finishAll(now)
+	return l.takeHandedLocked()
 }
 
-// takeFinishing returns the uses waiting for the walk to leave, and forgets
-// them. The caller holds the shard's mutex.
-func (l *watchList[K]) takeFinishing() []*Op {
-	l.walking.And(^listFinishing)
+// takeHanded returns the uses handed to the list's walk, and forgets them:
+// nil, after one atomic load, if there are none.
+func (l *watchList[K]) takeHanded() []entry {
+	if !l.handedAny() {
+		return nil
+	}
+	l.shard.mu.Lock()
+	defer l.shard.mu.Unlock()
+	return l.takeHandedLocked()
+}
+
+func (l *watchList[K]) takeHandedLocked() []entry {
+	l.setHanded(false)
 	if l.lv == nil {
 		return nil
 	}
-	ops := l.lv.finishing
-	l.lv.finishing = nil
-	return ops
-}
-
-// finishDeferred finishes the uses handed to a walk that has just let go of
-// the list, if any were.
-func (l *watchList[K]) finishDeferred() {
-	if l.walking.Load()&listFinishing == 0 {
-		return
-	}
-	l.shard.mu.Lock()
-	ops := l.takeFinishing()
-	l.shard.mu.Unlock()
-	finishAll(ops)
-}
-
-// finishAll lets go of each use's walkedBit, which finishes it; a Recycle
-// that panics does not keep the rest from finishing, and the panic goes on
-// once they have.
-func finishAll(ops []*Op) {
-	if len(ops) == 0 {
-		return
-	}
-	defer finishAll(ops[1:])
-	ops[0].release(walkedBit, true)
+	es := l.lv.handed
+	l.lv.handed = nil
+	return es
 }
 
 // crowded reports whether a list with this count should be compacted whole:
@@ -318,7 +296,7 @@ func (l *watchList[K]) crowded(count int64) bool {
 func (l *watchList[K]) compact(all bool) {
 	l.shard.mu.Lock()
 	defer l.shard.mu.Unlock()
-	if !l.walking.taken() {
+	if !l.walked() {
 		l.compactLocked(all)
 	}
 }
@@ -344,7 +322,35 @@ func (l *watchList[K]) compactLocked(all bool) {
 		removed += lv.filter()
 		l.setLeveled(len(lv.levels) > 0)
 	}
-	l.count.Add(-int64(removed) * (oneEntry + 1))
+	l.removed(removed)
+}
+
+// compactFront removes the dead among the first n entries, the ones a
+// hand-off has just passed, and keeps the live ones in order, where they
+// were: so a hand-off costs what it passed, not the list's length. The caller
+// holds the shard's mutex and either holds the walk or has seen that nobody
+// does.
+func (l *watchList[K]) compactFront(n int) {
+	es := l.entries
+	k := min(n, len(es)) // es[k:n] will hold the live ones
+	for i := k - 1; i >= 0; i-- {
+		if es[i].live() {
+			k--
+			es[k] = es[i]
+		}
+	}
+	clear(es[:k])
+	l.entries = es[k:]
+	l.removed(k)
+}
+
+// removed accounts for n entries compaction took out, and lets the shard
+// forget the list once it is empty. The caller holds the shard's mutex.
+func (l *watchList[K]) removed(n int) {
+	if n == 0 {
+		return
+	}
+	l.count.Add(-int64(n) * (oneEntry + 1))
 	sh := l.shard
 	if l.vacant() && sh.lists[l.key] == l {
 		sh.empty++

@@ -10,25 +10,38 @@
 // part, with Kafka's name.
 package minheap
 
-// Entry is a value with the key the heap orders it by.
+// Entry is a value with the key the heap orders it by, and Seq, which orders
+// entries of equal Key.
 type Entry[V any] struct {
 	Key   int64
+	Seq   uint64
 	Value V
 }
 
-// Heap is a binary min-heap of entries by Key. The zero Heap is empty and
-// ready to use. A Heap is not safe for concurrent use. Its slice may be read
-// in place (h[0] is the least entry) and filtered in place, after which Init
-// restores the order.
+// less orders entries by Key, then Seq.
+func (e *Entry[V]) less(f *Entry[V]) bool {
+	return e.Key < f.Key || e.Key == f.Key && e.Seq < f.Seq
+}
+
+// Heap is a binary min-heap of entries by Key, and by Seq among equal keys.
+// The zero Heap is empty and ready to use. A Heap is not safe for concurrent
+// use. Its slice may be read in place (h[0] is the least entry) and filtered
+// in place, after which Init restores the order.
 type Heap[V any] []Entry[V]
 
-// Push adds v with key.
-func (h *Heap[V]) Push(key int64, v V) {
-	*h = append(*h, Entry[V]{key, v})
+// Push adds v with key. Entries pushed with equal keys come out in no
+// particular order; see PushInOrder.
+func (h *Heap[V]) Push(key int64, v V) { h.PushInOrder(key, 0, v) }
+
+// PushInOrder adds v with key and seq: of entries with equal keys, the one
+// with the least seq comes out first (the purgatory passes the order in which
+// operations were watched, so that ties keep it).
+func (h *Heap[V]) PushInOrder(key int64, seq uint64, v V) {
+	*h = append(*h, Entry[V]{key, seq, v})
 	s := *h
 	for i := len(s) - 1; i > 0; {
 		parent := (i - 1) / 2
-		if s[parent].Key <= s[i].Key {
+		if !s[i].less(&s[parent]) {
 			break
 		}
 		s[parent], s[i] = s[i], s[parent]
@@ -60,10 +73,10 @@ func (h Heap[V]) Init() {
 func (h Heap[V]) down(i int) {
 	for {
 		least, l, r := i, 2*i+1, 2*i+2
-		if l < len(h) && h[l].Key < h[least].Key {
+		if l < len(h) && h[l].less(&h[least]) {
 			least = l
 		}
-		if r < len(h) && h[r].Key < h[least].Key {
+		if r < len(h) && h[r].less(&h[least]) {
 			least = r
 		}
 		if least == i {

@@ -53,3 +53,39 @@ func TestAgainstASortedSlice(t *testing.T) {
 		}
 	}
 }
+
+// Entries pushed with PushInOrder come out by key and, among equal keys, by
+// seq, whatever order they were pushed in and after Init: the heap is a total
+// order, so the purgatory's level ties keep the order operations were added.
+func TestTiesComeOutInSeqOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for round := range 200 {
+		var h minheap.Heap[int]
+		type kv struct {
+			key int64
+			seq uint64
+		}
+		var model []kv
+		n := rng.IntN(200)
+		for _, i := range rng.Perm(n) {
+			k := int64(i % 5) // few keys: many ties
+			h.PushInOrder(k, uint64(i), i)
+			model = append(model, kv{k, uint64(i)})
+		}
+		if round%2 == 1 { // filtered in place: keep all, then restore
+			h.Init()
+		}
+		slices.SortFunc(model, func(a, b kv) int {
+			if a.key != b.key {
+				return int(a.key - b.key)
+			}
+			return int(a.seq) - int(b.seq)
+		})
+		for _, want := range model {
+			got := h.Pop()
+			if got.Key != want.key || got.Seq != want.seq || got.Value != int(want.seq) {
+				t.Fatalf("round %d: popped (%d, %d), want (%d, %d)", round, got.Key, got.Seq, want.key, want.seq)
+			}
+		}
+	}
+}
