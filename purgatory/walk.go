@@ -377,7 +377,7 @@ func (s *shards[K]) enter(key K, level int64, kind walkKind) (*watchList[K], []e
 		return nil, nil
 	}
 	l.reach(level)
-	ops := l.entries
+	ops := l.ops()
 	if kind == walkAll {
 		ops = l.walkable()
 	}
@@ -420,7 +420,7 @@ func (l *watchList[K]) leave(handOff bool, passed int) ([]entry, bool, bool) {
 	if all {
 		return l.walkable(), true, true
 	}
-	return l.entries, true, false
+	return l.ops(), true, false
 }
 
 // tidy compacts after a round (see leave). The caller holds the shard's

@@ -155,7 +155,7 @@ func (s *shards[K]) remove(key K) []entry {
 	if l.lv != nil && len(l.lv.handed) > 0 {
 		owed = &levelState{high: noLevel, handed: l.lv.handed}
 	}
-	l.entries, l.lv = nil, owed
+	l.entries, l.head, l.lv = nil, 0, owed
 	l.setLeveled(false)
 	l.count.Store(0)
 	delete(sh.lists, key)
@@ -170,7 +170,7 @@ func (s *shards[K]) each(fn func(ops []entry)) {
 		sh.mu.Lock()
 		buf = buf[:0]
 		for _, l := range sh.lists {
-			buf = append(buf, l.entries...)
+			buf = append(buf, l.ops()...)
 			for _, e := range l.waiting() {
 				buf = append(buf, e.Value)
 			}

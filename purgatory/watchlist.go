@@ -43,9 +43,13 @@ type place interface {
 
 // watchList holds the operations watched under one key. Its invariants:
 //
-//   - entries is written under the shard's mutex only: appended to by link,
-//     filtered in place by compact, dropped whole by take. An operation is in
-//     a key's list at most once.
+//   - entries[head:] are the list's entries (ops); entries[:head] are what
+//     hand-offs passed and compacted away (compactFront), cleared, until a
+//     shift moves the rest down, once they are more than half the array, so
+//     that a list used as a queue keeps its array rather than grow a new one
+//     as appends reach its end. entries and head are written under the
+//     shard's mutex only: appended to by link, filtered in place by compact,
+//     dropped whole by remove. An operation is in a key's list at most once.
 //   - An entry is live while its operation is in the use it was made for
 //     (its generation) and that use has no outcome, and dead after; it
 //     never comes back, though its operation may, in a later use, with an
@@ -94,12 +98,16 @@ type place interface {
 //     listAgainAll (state.go).
 //
 // The words every drop and walk touch (count, walking, entries) come first,
-// on one cache line, and a list of plain watches for an int key fits 64
-// bytes: W5 at 10,000 keys holds 10,000 of them.
+// on one cache line, and a list of plain watches for an int key fits 80
+// bytes: W5 at 10,000 keys holds 10,000 of them. (head made it 80 from 64:
+// without it, hand-offs that trimmed the front by reslicing made appends
+// regrow the array, 64 to 157 bytes a push in BenchmarkHandOff, all for the
+// collector to mark.)
 type watchList[K comparable] struct {
-	count   atomic.Int64 // len(entries)+len(levels) and the dead among them; see split
+	count   atomic.Int64 // len(ops())+len(levels) and the dead among them; see split
 	walking atomic.Int64 // one walk at a time, and its flags (state.go)
 	entries []entry
+	head    int         // entries[:head] are passed and cleared
 	lv      *levelState // nil until the key's first level watch or Advance
 	key     K
 	shard   *shard[K]
@@ -131,7 +139,11 @@ func (l *watchList[K]) levelsMade() *levelState {
 // the list's first cache line, rather than follow lv to the heap: leveled is
 // set exactly while the heap holds an entry. The caller holds the shard's
 // mutex.
-func (l *watchList[K]) vacant() bool { return len(l.entries) == 0 && !l.leveled() }
+func (l *watchList[K]) vacant() bool { return len(l.entries) == l.head && !l.leveled() }
+
+// ops returns the list's entries, in the order they were watched. The caller
+// holds the shard's mutex.
+func (l *watchList[K]) ops() []entry { return l.entries[l.head:] }
 
 // entry is an operation in a watch list, with the Operation that embeds it
 // and the use (generation) it was made for. The walk reads impl here, in
@@ -169,6 +181,7 @@ func anyDead(count int64) bool {
 
 // link appends o. The caller holds the shard's mutex.
 func (l *watchList[K]) link(o *Op) {
+	l.makeRoom()
 	l.entries = append(l.entries, entry{o.impl, o, o.gen()})
 	l.count.Add(oneEntry)
 }
@@ -202,6 +215,7 @@ func (l *watchList[K]) reach(level int64) {
 	}
 	lv.high = level
 	for len(lv.levels) > 0 && lv.levels[0].Key <= level {
+		l.makeRoom()
 		l.entries = append(l.entries, lv.levels.Pop().Value)
 	}
 	if len(lv.levels) == 0 {
@@ -215,10 +229,10 @@ func (l *watchList[K]) reach(level int64) {
 func (l *watchList[K]) walkable() []entry {
 	waiting := l.waiting()
 	if len(waiting) == 0 {
-		return l.entries
+		return l.ops()
 	}
-	ops := make([]entry, 0, len(l.entries)+len(waiting))
-	ops = append(ops, l.entries...)
+	ops := make([]entry, 0, len(l.entries)-l.head+len(waiting))
+	ops = append(ops, l.ops()...)
 	for _, e := range waiting {
 		ops = append(ops, e.Value)
 	}
@@ -310,14 +324,14 @@ func (l *watchList[K]) compactLocked(all bool) {
 		return
 	}
 	live := l.entries[:0]
-	for _, e := range l.entries {
+	for _, e := range l.ops() {
 		if e.live() {
 			live = append(live, e)
 		}
 	}
-	removed := len(l.entries) - len(live)
+	removed := len(l.entries) - l.head - len(live)
 	clear(l.entries[len(live):])
-	l.entries = shrunk(live)
+	l.entries, l.head = shrunk(live), 0
 	if lv := l.lv; all && lv != nil && len(lv.levels) > 0 {
 		removed += lv.filter()
 		l.setLeveled(len(lv.levels) > 0)
@@ -331,17 +345,41 @@ func (l *watchList[K]) compactLocked(all bool) {
 // holds the shard's mutex and either holds the walk or has seen that nobody
 // does.
 func (l *watchList[K]) compactFront(n int) {
-	es := l.entries
-	k := min(n, len(es)) // es[k:n] will hold the live ones
-	for i := k - 1; i >= 0; i-- {
+	es := l.ops()
+	n = min(n, len(es))
+	k := n // es[k:n] will hold the live ones
+	for i := n - 1; i >= 0; i-- {
 		if es[i].live() {
 			k--
 			es[k] = es[i]
 		}
 	}
 	clear(es[:k])
-	l.entries = es[k:]
+	l.head += k
+	if 2*l.head > len(l.entries) { // more than half passed
+		l.shift()
+	}
 	l.removed(k)
+}
+
+// makeRoom, before an append, moves the entries down to the start of their
+// array if it is full, at least a quarter of it was passed, and no walk reads
+// it, so that a list used as a queue keeps its array (each entry moves once
+// per quarter of the list appended, at most). The caller holds the shard's
+// mutex.
+func (l *watchList[K]) makeRoom() {
+	if len(l.entries) == cap(l.entries) && 4*l.head >= len(l.entries) && l.head > 0 && !l.walked() {
+		l.shift()
+	}
+}
+
+// shift moves the entries from head down to the start of their array. The
+// caller holds the shard's mutex and either holds the walk or has seen that
+// nobody does.
+func (l *watchList[K]) shift() {
+	rest := copy(l.entries, l.ops())
+	clear(l.entries[rest:])
+	l.entries, l.head = l.entries[:rest], 0
 }
 
 // removed accounts for n entries compaction took out, and lets the shard

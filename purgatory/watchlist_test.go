@@ -64,9 +64,9 @@ func TestListCompactsWhenMostlyDead(t *testing.T) {
 		require.True(t, ForceComplete(op))
 		require.NoError(t, p.ListsAtRest(), "after %d ended", i+1)
 		live := len(ops) - i - 1
-		require.LessOrEqual(t, len(l.entries), 2*live, "after %d ended", i+1)
+		require.LessOrEqual(t, len(l.ops()), 2*live, "after %d ended", i+1)
 	}
-	require.Empty(t, l.entries)
+	require.Empty(t, l.ops())
 	require.Less(t, cap(l.entries), grown/4, "the array shrank")
 	require.Equal(t, 1, p.Watched())
 }
@@ -78,20 +78,20 @@ func TestWalkHoldsEntriesInPlace(t *testing.T) {
 	p := newListPurgatory(t)
 	ops := newListOps(t, p, 10, "hot")
 	l, sh := listOf(p, "hot"), p.watchers.of("hot")
-	before := append([]entry(nil), l.entries...)
+	before := append([]entry(nil), l.ops()...)
 	var during []entry
 	ops[0].onTry = func() {
 		for _, op := range ops[1:] {
 			require.True(t, ForceComplete(op))
 		}
 		sh.mu.Lock()
-		during = append(during, l.entries...)
+		during = append(during, l.ops()...)
 		sh.mu.Unlock()
 	}
 	ops[0].ready = true
 	require.Equal(t, 1, p.CheckAndComplete("hot"))
 	require.Equal(t, before, during, "no entry moved during the walk")
-	require.Empty(t, l.entries, "the walk compacted the list as it left")
+	require.Empty(t, l.ops(), "the walk compacted the list as it left")
 	require.NoError(t, p.ListsAtRest())
 	require.Zero(t, p.Watched())
 }
@@ -109,7 +109,7 @@ func TestDropsPerKey(t *testing.T) {
 	require.Zero(t, p.Watched())
 	require.NoError(t, p.ListsAtRest())
 	require.Nil(t, listOf(p, "b"))
-	require.Empty(t, listOf(p, "a").entries)
+	require.Empty(t, listOf(p, "a").ops())
 }
 
 // The count's dead half is signed and borrows from the entries' half as two's
@@ -127,4 +127,33 @@ func TestCountSplit(t *testing.T) {
 	l.count.Add(1) // it drops
 	n, dead := split(l.count.Load())
 	require.Equal(t, [2]int64{1, 0}, [2]int64{n, dead})
+}
+
+// A list used as a queue, hand-offs taking from its front while the served
+// operations are watched again at its end, keeps one array: what hand-offs
+// pass is compacted away by moving head, and the rest moves down once head
+// passes half the array, so appends find room instead of growing a new one.
+func TestQueueKeepsItsArray(t *testing.T) {
+	p := newListPurgatory(t)
+	ops := newListOps(t, p, 100, "q")
+	l, sh := listOf(p, "q"), p.watchers.of("q")
+	array := func() (*entry, int) {
+		sh.mu.Lock()
+		defer sh.mu.Unlock()
+		return &l.entries[:1][0], cap(l.entries)
+	}
+	first, _ := array()
+	arrays := map[*entry]bool{first: true}
+	for i := range 10_000 {
+		op := ops[i%len(ops)]
+		op.ready = true
+		require.Equal(t, 1, p.HandOff("q"), "push %d", i)
+		op.ready = false
+		require.False(t, p.TryCompleteElseWatch(op, "q"))
+		a, c := array()
+		arrays[a] = true
+		require.LessOrEqual(t, c, 256, "the array does not grow")
+	}
+	require.LessOrEqual(t, len(arrays), 2, "one array, and at most one regrowth as the queue first filled it")
+	require.NoError(t, p.ListsAtRest())
 }
