@@ -14,7 +14,8 @@ import (
 	"gonum.org/v1/plot/vg"
 )
 
-// drawCharts draws, from whichever of W2sweep, W4, W5 and W5keys ran:
+// drawCharts draws, from whichever of W2sweep, W4, W5, W5keys and W9 ran
+// (W9: w9_handoff_cpu.png, CPU per item against the receivers waiting):
 // w2_parked.png, ns per schedule+stop against parked timers (O(1) against
 // O(log n)), w4_lateness.png, the distribution of W4's lateness,
 // w5_lag.png, the distribution of W5's completion lag, and w5_keys_cpu.png,
@@ -42,6 +43,9 @@ func drawCharts(dir string, res map[key][]result) error {
 		return err
 	}
 	if err := chartW6(dir, res); err != nil {
+		return err
+	}
+	if err := chartW9(dir, res); err != nil {
 		return err
 	}
 	return chartW5(dir, res)
@@ -83,15 +87,26 @@ func chartW6(dir string, res map[key][]result) error {
 		"W6 (thresholds) at 100,000 requests/s: CPU per request by keys", "keys (log scale; requests waiting per key ≈ 100,000 / keys)")
 }
 
+func chartW9(dir string, res map[key][]result) error {
+	return cpuChart(dir, "w9_handoff_cpu.png", sweepLines(res, "W9", "cpu_us_per_item"),
+		"W9 hand-off at 100,000 items/s: CPU per item by receivers", "receivers waiting (log scale)", "CPU µs per item")
+}
+
 // keysChart draws CPU per request against keys, one line per system.
 func keysChart(dir, name string, lines map[string]plotter.XYs, title, xLabel string) error {
+	return cpuChart(dir, name, lines, title, xLabel, "CPU µs per request")
+}
+
+// cpuChart draws CPU per unit of work against a variant on a log scale, one
+// line per system.
+func cpuChart(dir, name string, lines map[string]plotter.XYs, title, xLabel, yLabel string) error {
 	if len(lines) == 0 {
 		return nil
 	}
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = xLabel
-	p.Y.Label.Text = "CPU µs per request"
+	p.Y.Label.Text = yLabel
 	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	p.Legend.Top, p.Legend.Left = false, false
 	p.Legend.XOffs, p.Legend.YOffs = -2*vg.Inch, vg.Inch/4 // bottom right, inside the axes

@@ -20,8 +20,8 @@ import (
 
 func main() {
 	var (
-		workloads = flag.String("workload", "all", "comma-separated workloads: W1,W2,W2p,W3,W4,W5, the sweeps W2sweep, W5sweep, W5keys and W5over, W6, W6sweep, W7, W8, soak, or all (all but soak)")
-		systems   = flag.String("system", "all", "comma-separated systems: "+strings.Join(timerSystems, ",")+" for W1–W4; "+strings.Join(purgatorySystems, ",")+" for W5; "+strings.Join(levelSystems, ",")+" for W6; "+strings.Join(scalingSystems, ",")+" for W7; "+strings.Join(w8Systems, ",")+" for W8; or all")
+		workloads = flag.String("workload", "all", "comma-separated workloads: W1,W2,W2p,W3,W4,W5, the sweeps W2sweep, W5sweep, W5keys and W5over, W6, W6sweep, W7, W8, W9, W9sweep, W9race, soak, or all (all but soak)")
+		systems   = flag.String("system", "all", "comma-separated systems: "+strings.Join(timerSystems, ",")+" for W1–W4; "+strings.Join(purgatorySystems, ",")+" for W5; "+strings.Join(levelSystems, ",")+" for W6; "+strings.Join(scalingSystems, ",")+" for W7; "+strings.Join(w8Systems, ",")+" for W8; "+strings.Join(w9Systems, ",")+" for W9; or all")
 		runs      = flag.Int("runs", 3, "processes per (system, workload); medians are reported")
 		quick     = flag.Bool("quick", false, "a hundredth of every size: a seconds-long smoke run")
 		jsonOut   = flag.String("json", "", "write one JSON object per (system, workload, metric) to this file")
@@ -41,12 +41,14 @@ func main() {
 		keys    = flag.Int("keys", 0, "internal: W5 keys")
 		open    = flag.Bool("open", false, "internal: W5 with arrivals in an open loop (W5over)")
 		gs      = flag.Int("goroutines", 0, "internal: W7 and W8 goroutines")
+		recv    = flag.Int("receivers", 0, "internal: W9 receivers")
+		race    = flag.Bool("race", false, "internal: W9race")
 
 		leakBytes      = flag.Int("soak-leak-bytes", 0, "soak: keep this many bytes per request in the bench itself, a leak the soak must catch")
 		leakGoroutines = flag.Int("soak-leak-goroutines", 0, "soak: start this many goroutines a minute that never end, a leak the soak must catch")
 	)
 	flag.Parse()
-	p := params{quick: *quick, parked: *parked, rate: *rate, keys: *keys, duration: *duration, open: *open, goroutines: *gs, leakBytes: *leakBytes, leakGoroutines: *leakGoroutines}
+	p := params{quick: *quick, parked: *parked, rate: *rate, keys: *keys, duration: *duration, open: *open, goroutines: *gs, receivers: *recv, race: *race, leakBytes: *leakBytes, leakGoroutines: *leakGoroutines}
 	if *child {
 		if *profile != "" {
 			f, err := os.Create(*profile)
@@ -147,6 +149,8 @@ func runChild(workload, system string, p params) error {
 		r, err = w7(system, p.goroutines, p)
 	case "W8":
 		r, err = w8(system, p.goroutines, p)
+	case "W9":
+		r, err = w9(system, p)
 	case "soak":
 		r, err = soak(p)
 	default:
@@ -162,7 +166,7 @@ func runChild(workload, system string, p params) error {
 type job struct {
 	workload, system string
 	run              int
-	variant          int // parked timers for W2sweep, requests/s for W5sweep, W5over and W6sweep, keys for W5keys and W6, goroutines for W7 and W8
+	variant          int // parked timers for W2sweep, requests/s for W5sweep, W5over, W6sweep and W9sweep, keys for W5keys and W6, goroutines for W7 and W8, receivers for W9
 }
 
 func (j job) args(p params) []string {
@@ -188,8 +192,16 @@ func (j job) args(p params) []string {
 		a = append(a, "-rate", strconv.Itoa(j.variant), "-duration", sweepLength(p).String())
 	case "W7", "W8":
 		a = append(a, "-goroutines", strconv.Itoa(j.variant))
+	case "W9":
+		a = append(a, "-receivers", strconv.Itoa(j.variant))
+	case "W9sweep":
+		w = "W9"
+		a = append(a, "-receivers", strconv.Itoa(w9SweepReceivers), "-rate", strconv.Itoa(j.variant), "-duration", sweepLength(p).String())
+	case "W9race":
+		w = "W9"
+		a = append(a, "-race")
 	}
-	if (w == "W5" && j.workload == "W5" || j.workload == "W6" || w == "soak") && p.duration > 0 {
+	if (w == "W5" && j.workload == "W5" || j.workload == "W6" || j.workload == "W9" || w == "soak") && p.duration > 0 {
 		a = append(a, "-duration", p.duration.String())
 	}
 	if w == "soak" {
@@ -204,7 +216,26 @@ func (j job) args(p params) []string {
 	return append(a, "-workload", w)
 }
 
-var allWorkloads = []string{"W1", "W2", "W2p", "W3", "W4", "W5", "W2sweep", "W5sweep", "W5keys", "W5over", "W6", "W6sweep", "W7", "W8"}
+var allWorkloads = []string{"W1", "W2", "W2p", "W3", "W4", "W5", "W2sweep", "W5sweep", "W5keys", "W5over", "W6", "W6sweep", "W7", "W8", "W9", "W9sweep", "W9race"}
+
+// w9Receivers are W9's receiver counts.
+func w9Receivers(p params) []int {
+	if p.quick {
+		return []int{10, 1_000}
+	}
+	return []int{10, 1_000, 100_000}
+}
+
+// w9SweepReceivers is W9sweep's receiver count.
+const w9SweepReceivers = 1_000
+
+// w9Rates are W9sweep's rates, items per second.
+func w9Rates(p params) []int {
+	if p.quick {
+		return []int{10_000, 20_000}
+	}
+	return []int{250_000, 500_000, 1_000_000, 2_000_000, 4_000_000, 6_000_000, 8_000_000, 10_000_000, 12_000_000, 16_000_000}
+}
 
 func sweepParked(p params) []int {
 	if p.quick {
@@ -294,6 +325,8 @@ func makePlan(workloads, systems string, runs int, p params) ([]job, error) {
 			known = scalingSystems
 		case w == "W8":
 			known = w8Systems
+		case strings.HasPrefix(w, "W9"):
+			known = w9Systems
 		case w == "W5over":
 			known = overloadSystems
 		case strings.HasPrefix(w, "W6"):
@@ -306,7 +339,7 @@ func makePlan(workloads, systems string, runs int, p params) ([]job, error) {
 			switch {
 			case slices.Contains(known, s), s == floorSystem && strings.HasPrefix(w, "W5"):
 				sys = append(sys, s)
-			case !slices.Contains(timerSystems, s) && !slices.Contains(overloadSystems, s) && !slices.Contains(scalingSystems, s) && !slices.Contains(levelSystems, s) && !slices.Contains(w8Systems, s) && s != floorSystem:
+			case !slices.Contains(timerSystems, s) && !slices.Contains(overloadSystems, s) && !slices.Contains(scalingSystems, s) && !slices.Contains(levelSystems, s) && !slices.Contains(w8Systems, s) && !slices.Contains(w9Systems, s) && s != floorSystem:
 				return nil, fmt.Errorf("unknown system %q", s)
 			}
 		}
@@ -326,6 +359,10 @@ func makePlan(workloads, systems string, runs int, p params) ([]job, error) {
 			variants = levelRates(p) // as W5sweep
 		case "W7", "W8":
 			variants = scalingGoroutines(p)
+		case "W9":
+			variants = w9Receivers(p)
+		case "W9sweep":
+			variants = w9Rates(p) // as W5sweep
 		}
 		for _, v := range variants {
 			for r := range runs {
@@ -351,7 +388,7 @@ func execute(plan []job, p params) (map[key][]result, error) {
 	fellBehind := map[string]bool{}
 	start := time.Now()
 	for i, j := range plan {
-		if (j.workload == "W5sweep" || j.workload == "W6sweep") && fellBehind[j.system] {
+		if isSweep(j.workload) && fellBehind[j.system] {
 			continue
 		}
 		t0 := time.Now()
@@ -369,19 +406,27 @@ func execute(plan []job, p params) (map[key][]result, error) {
 		}
 		k := key{j.workload, j.variant, j.system}
 		res[k] = append(res[k], r)
-		if (j.workload == "W5sweep" || j.workload == "W6sweep") && r.Metrics["keeps_up"] == 0 {
+		if isSweep(j.workload) && r.Metrics["keeps_up"] == 0 {
 			fellBehind[j.system] = true
 		}
 	}
 	return res, nil
 }
 
+// isSweep reports whether workload is a sweep of rates that a system leaves
+// at its first miss.
+func isSweep(workload string) bool {
+	return workload == "W5sweep" || workload == "W6sweep" || workload == "W9sweep"
+}
+
 func variantText(j job) string {
 	switch j.workload {
 	case "W2sweep":
 		return fmt.Sprintf(" parked=%d", j.variant)
-	case "W5sweep", "W5over", "W6sweep":
+	case "W5sweep", "W5over", "W6sweep", "W9sweep":
 		return fmt.Sprintf(" rate=%d/s", j.variant)
+	case "W9":
+		return fmt.Sprintf(" receivers=%d", j.variant)
 	case "W5keys", "W6":
 		return fmt.Sprintf(" keys=%d", j.variant)
 	case "W7", "W8":

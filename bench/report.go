@@ -162,6 +162,8 @@ var headline = map[string][]struct {
 	"soak": {{"minutes", "minutes", false}, {"rate", "requests/s", false}, {"live_heap_mb", "live heap MB (median)", false}, {"live_heap_slope_mb_min", "live heap MB/min", false}, {"live_heap_slope_se", "± (s.e.)", false},
 		{"live_heap_b_per_req", "B per request (bound 0.02)", false}, {"goroutines", "goroutines (median)", false}, {"goroutine_slope_min", "goroutines/min (bound 0.5)", false}, {"goroutine_slope_se", "± (s.e.)", false},
 		{"peak_rss_mb", "peak RSS MB", false}, {"lost", "lost", false}, {"ended_twice", "ended twice", false}},
+	"W9race": {{"cpu_us_per_item", "CPU µs per item", true}, {"lat_p50_ms", "push-to-receive p50 ms", false}, {"lat_p99_ms", "p99 ms", true}, {"lat_p999_ms", "p99.9 ms", false},
+		{"lost", "lost", false}, {"twice", "delivered twice", false}, {"expired", "waits expired", false}, {"expired_while_queued", "expired with an item queued > 1 ms", false}},
 	"W5": {{"completed_pct", "completed % (≈40 expected)", false}, {"expired_pct", "expired %", false}, {"lost", "lost", false}, {"ended_twice", "ended twice", false}, {"cpu_s", "CPU s", true}, {"peak_rss_mb", "peak RSS MB", true}, {"lag_p50_ms", "completion lag p50 ms", false}, {"lag_p99_ms", "lag p99 ms", true}, {"lag_p999_ms", "lag p99.9 ms", true}, {"arrivals_behind_ms", "arrivals behind ms", false}},
 }
 
@@ -180,6 +182,9 @@ var descriptions = map[string]string{
 	"soak":    "a steady purgatory load (W5's, on 1,000 keys) for a long run: after the warm-up, the live heap after a garbage collection and the goroutines are read at fixed intervals, and a least-squares line through them gives how fast each grows; the soak fails past the bounds in soak.go (bench/README.md)",
 	"W8":      "add+complete, the loop a broker runs most: G goroutines each loop for 2 s adding an operation that cannot complete yet on a key of their own, with a timeout drawn from U[1 s, 10 s), then marking it ready and checking its key, which completes it; 100,000 operations parked first on 1 h timeouts under 1,000 other keys. purgatory: a new operation per request; purgatory-reused: operations from a sync.Pool, put back in Recycle; lean: the leanest hand-written version (one mutex, a map of watch lists, a time.AfterFunc per operation whose callback only marks it ended; a check ends the ready ones under the lock and compacts the list); lean-pooled: lean with a sync.Pool of operations, each Resetting one time.Timer; naive: W5's. Own allocations and bytes leave out the caller's one operation; the collector's share is of all the process's CPU (runtime/metrics), its mark assists and idle marking apart",
 	"W6sweep": "W6 over 1,000 keys at rising request rates, 5 s each; a system stops after the first rate at which a run could not keep up (lag p50 under 10 ms and the completed share within 1 point of the expected share)",
+	"W9":      "hand-off: one key; W receivers, each a goroutine that waits for an item with a 30 s timeout (a timer armed and stopped per wait), takes one, and waits again at once; a producer pushes 100,000 items/s for 10 s. purgatory: the receivers' TryComplete takes the item, operations reused (Recycler), HandOff after each push; purgatory-check: the same with CheckAndComplete, which tries every receiver per push (2 s of pushing at 100,000 receivers); lean-pooled: one mutex, a FIFO list of waiters each with a channel and one reused time.Timer; lean: the same with a new waiter and a time.AfterFunc per wait. CPU is the process's per item delivered; push-to-receive counts from when an item was due to be pushed to when its receiver had it; lost is what was neither delivered nor left queued; an expiry counts against the system when an item had been queued for over 1 ms at the wait's deadline",
+	"W9sweep": "W9 with 1,000 receivers at rising rates, 5 s each; a system stops after the first rate at which a run could not keep up (push-to-receive p50 under 10 ms, and every item delivered within 1 s of the last push)",
+	"W9race":  "W9 with 64 receivers whose timeouts, U[50 µs, 250 µs], race 200,000 pushes at 200,000/s: most waits are short and many expire as items arrive",
 	"W5over":  "W5 for 5 s at 325,000 and 450,000 requests/s, about 1.5 and 2 times the highest rate naive keeps up with (overload for both); purgatory-shed is the purgatory with WithMaxDelayed(150,000), which answers what it cannot park at once (Shed); purgatory-admit has WithMaxDelayed(100,000) and waits in Admit before each add until there is room (backpressure), counting the wait against the request's timeout. Arrivals run in an open loop: the generator queues each request on time and never waits for the system, a goroutine hands them to the system as fast as it takes them, and a request's timeout and event count from when it was due. Goodput is requests completed by that deadline per second offered; intake late is how long after they were due the system took them (sampled); arrivals late is how late the generator itself ran",
 }
 
@@ -195,6 +200,9 @@ func reference(workload string) string {
 	}
 	if workload == "W8" {
 		return "lean"
+	}
+	if strings.HasPrefix(workload, "W9") {
+		return "lean-pooled"
 	}
 	return "stdlib"
 }
@@ -230,7 +238,21 @@ func markdown(ms metas, keys []key, res map[key][]result, p params) string {
 		case "W2sweep":
 			sweepTable(&b, ks, res, "parked timers", "pair_ns", "ns per pair")
 			continue
-		case "W5sweep", "W6sweep":
+		case "W9":
+			for _, m := range []struct{ metric, title string }{
+				{"cpu_us_per_item", "CPU µs per item"}, {"lat_p50_ms", "push-to-receive p50 ms"}, {"lat_p99_ms", "push-to-receive p99 ms"},
+				{"lat_p999_ms", "push-to-receive p99.9 ms"}, {"items_per_s", "items pushed per second"}, {"keeps_up", "kept up (median)"},
+				{"lost", "lost"}, {"twice", "delivered twice"}, {"peak_rss_mb", "peak RSS MB"},
+			} {
+				sweepTable(&b, ks, res, "receivers", m.metric, m.title)
+				b.WriteString("\n")
+			}
+			for _, m := range []struct{ metric, title string }{{"cpu_us_per_item", "CPU per item"}, {"lat_p99_ms", "push-to-receive p99"}} {
+				ratioTableBy(&b, ks, res, m.metric, m.title, "lean-pooled", "receivers")
+				b.WriteString("\n")
+			}
+			continue
+		case "W5sweep", "W6sweep", "W9sweep":
 			sweepTable(&b, ks, res, "requests/s", "keeps_up", "runs that kept up (median of 1 = all or most)")
 			for _, s := range systemsIn(ks) {
 				fmt.Fprintf(&b, "\nHighest rate that keeps up in every run, %s: %d requests/s.\n", s, highestRate(ks, res, s))
@@ -253,8 +275,8 @@ func markdown(ms metas, keys []key, res map[key][]result, p params) string {
 				sweepTable(&b, ks, res, "keys", m.metric, m.title)
 				b.WriteString("\n")
 			}
-			ratioTable(&b, ks, res, "cpu_us_per_req", "CPU per request", "naive-heap")
-			ratioTable(&b, ks, res, "peak_rss_mb", "peak RSS", "purgatory")
+			ratioTableBy(&b, ks, res, "cpu_us_per_req", "CPU per request", "naive-heap", "keys")
+			ratioTableBy(&b, ks, res, "peak_rss_mb", "peak RSS", "purgatory", "keys")
 			continue
 		case "W8":
 			for _, m := range []struct{ metric, title string }{
@@ -412,9 +434,9 @@ func format(v float64) string {
 	}
 }
 
-// ratioTable shows, for each variant, each system's median of metric against
-// ref's in the same run.
-func ratioTable(b *strings.Builder, ks []key, res map[key][]result, metric, title, ref string) {
+// ratioTableBy shows, for each variant (named by), each system's median of
+// metric against ref's in the same run.
+func ratioTableBy(b *strings.Builder, ks []key, res map[key][]result, metric, title, ref, by string) {
 	systems := systemsIn(ks)
 	var variants []int
 	for _, k := range ks {
@@ -422,7 +444,7 @@ func ratioTable(b *strings.Builder, ks []key, res map[key][]result, metric, titl
 			variants = append(variants, k.variant)
 		}
 	}
-	fmt.Fprintf(b, "%s against %s by %s:\n\n| %s |", title, ref, "keys", "keys")
+	fmt.Fprintf(b, "%s against %s by %s:\n\n| %s |", title, ref, by, by)
 	for _, s := range systems {
 		fmt.Fprintf(b, " %s |", s)
 	}

@@ -30,6 +30,8 @@ type params struct {
 	duration   time.Duration // W5 and soak: how long requests arrive (0: the default)
 	open       bool          // W5: arrivals in an open loop (traffic)
 	goroutines int           // W7: goroutines that loop at once
+	receivers  int           // W9: receivers waiting for items
+	race       bool          // W9: W9race's receivers, whose timeouts race the pushes
 	// soak: a leak of the bench's own, to show the soak fails: bytes kept
 	// per request, goroutines started a minute.
 	leakBytes, leakGoroutines int

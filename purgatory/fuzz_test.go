@@ -14,7 +14,9 @@ import (
 
 // FuzzPurgatory runs random sequences of add, completion event, check (also
 // one whose walk checks a key from inside a TryComplete: a second walk of the
-// same key, or of another, while the first is under way), force,
+// same key, or of another, while the first is under way), hand-off (the
+// model keeps each key's operations in the order they were watched, and
+// stops at the first not ready), force,
 // cancel, force a whole key, adds at levels and Advance, the passing of time and panics injected into the callbacks on a
 // purgatory in fake time, and on a model of plain structs, and requires the
 // same outcome for every operation, the same counts from CheckAndComplete and
@@ -39,6 +41,12 @@ func FuzzPurgatory(f *testing.F) {
 	// An operation used again: completed at once, then parked and completed
 	// by a check, then expired, then used once more.
 	f.Add([]byte{1, 0, 0, 0, 0, 0x11, 0, 0, 0x11, 1, 0, 0, 2, 0, 0, 0, 0, 0x13, 5, 7, 0, 5, 7, 0, 0, 0, 0x12, 4, 1, 1})
+	// Hand-offs: three watched in turn, two made ready (the first and the
+	// third), a hand-off that stops at the second; at levels, reached out of
+	// order; and one that panics in a TryComplete.
+	f.Add([]byte{0, 0, 0x11, 0, 1, 0x11, 0, 2, 0x11, 1, 0, 0, 1, 2, 0, 2, 0, 64, 1, 1, 0, 2, 0, 64})
+	f.Add([]byte{7, 0, 0x31, 7, 1, 0x11, 7, 2, 0x11, 1, 0, 0, 1, 1, 0, 1, 2, 0, 8, 0, 9, 2, 0, 64})
+	f.Add([]byte{0, 0, 0x11, 0, 1, 0x11, 1, 1, 0, 6, 0, 0, 2, 0, 64, 2, 0, 64, 5, 7, 0})
 	f.Fuzz(func(t *testing.T, prog []byte) {
 		synctest.Test(t, func(t *testing.T) {
 			runModel(t, prog)
@@ -59,6 +67,18 @@ type modelOp struct {
 	panicIn  int32 // the callback armed to panic once, as testkit.Op.PanicIn
 	bound    bool  // a TryCompleteElseWatch took it: it may be used again once ended
 	recycled int32 // uses that ended, were counted, and so must be recycled
+	use      int   // the current use's number
+}
+
+// placed is an operation's use in a key's list, in the order watched: a
+// HandOff tries them in that order.
+type placed struct{ id, use int }
+
+// leveled is a use waiting in a key's level heap.
+type leveled struct {
+	placed
+	level int64
+	seq   int
 }
 
 func runModel(t *testing.T, prog []byte) {
@@ -134,6 +154,22 @@ func runModel(t *testing.T, prog []byte) {
 	for k := range high {
 		high[k] = math.MinInt64
 	}
+	var order [fuzzKeys][]placed    // each key's entries, in the order they joined
+	var waiting [fuzzKeys][]leveled // each key's level heap
+	seq := 0
+	// reach appends, in level order (ties in the order watched), the uses
+	// of key whose level it reached.
+	reach := func(key int) {
+		slices.SortStableFunc(waiting[key], func(a, b leveled) int { return cmpLevel(a, b) })
+		n := 0
+		for _, w := range waiting[key] {
+			if w.level <= high[key] {
+				order[key] = append(order[key], w.placed)
+				n++
+			}
+		}
+		waiting[key] = waiting[key][n:]
+	}
 	// tried reports whether an Advance of key tries m: a plain watcher, or
 	// one whose level there the key has reached.
 	tried := func(m *modelOp, key int) bool {
@@ -175,6 +211,7 @@ func runModel(t *testing.T, prog []byte) {
 			case m.added && m.bound && (m.outcome != purgatory.Pending || !m.counted):
 				// Ended (or withdrawn): its next use, a new one.
 				m.keys, m.levels, m.ready, m.outcome, m.counted = nil, nil, false, purgatory.Pending, false
+				m.use++
 				op.Ready.Store(false)
 			case m.added:
 				continue // pending, or forced before it was ever added
@@ -214,8 +251,17 @@ func runModel(t *testing.T, prog []byte) {
 				}
 			}
 			if m.counted && !wantDone {
-				for _, k := range keys {
+				for i, k := range keys {
+					if !listed[k] {
+						high[k] = math.MinInt64 // a new list
+					}
 					listed[k] = true
+					if level := levels[i]; level == math.MinInt64 || level <= high[k] {
+						order[k] = append(order[k], placed{id, m.use})
+					} else {
+						seq++
+						waiting[k] = append(waiting[k], leveled{placed{id, m.use}, level, seq})
+					}
 				}
 			}
 			var got bool
@@ -235,6 +281,34 @@ func runModel(t *testing.T, prog []byte) {
 			if b >= 128 && nestedCheck(t, p, ops, model, watching, end, key, b%fuzzKeys) {
 				break
 			}
+			if b >= 64 { // HandOff: in the order watched, until one is not ready or a callback panics
+				wantN, wantPanic := 0, false
+				for _, pl := range order[key] {
+					mm := &model[pl.id]
+					if mm.use != pl.use || !mm.counted || mm.outcome != purgatory.Pending {
+						continue // an ended use's entry, or an earlier use's
+					}
+					if fires(mm, testkit.PanicTry) {
+						wantPanic = true
+						break
+					}
+					if !mm.ready {
+						break
+					}
+					wantN++
+					if end(mm, purgatory.Completed) {
+						wantPanic = true
+						break
+					}
+				}
+				var got int
+				if panicked := call(func() { got = p.HandOff(key) }); panicked != wantPanic {
+					t.Fatalf("step %d: HandOff(%d) panicked %v, model %v", pc/3, key, panicked, wantPanic)
+				} else if !panicked && got != wantN {
+					t.Fatalf("step %d: HandOff(%d) = %d, model %d", pc/3, key, got, wantN)
+				}
+				break
+			}
 			walked(pc/3, key, fmt.Sprintf("CheckAndComplete(%d)", key), func(*modelOp) bool { return true },
 				func() int { return p.CheckAndComplete(key) })
 		case 3: // ForceComplete; an undone operation cannot be completed
@@ -249,11 +323,13 @@ func runModel(t *testing.T, prog []byte) {
 		case 8: // Advance: the key reaches level b%24
 			if listed[key] {
 				high[key] = max(high[key], int64(b%24))
+				reach(key)
 			}
 			walked(pc/3, key, fmt.Sprintf("Advance(%d, %d)", key, b%24), func(mm *modelOp) bool { return tried(mm, key) },
 				func() int { return p.Advance(key, int64(b%24)) })
 		case 4: // CancelForKey, or (b odd) ForceCompleteForKey
 			listed[key], high[key] = false, math.MinInt64
+			order[key], waiting[key] = nil, nil
 			if b%2 == 1 {
 				wantN, wantPanic := len(watching(key)), false
 				for _, i := range watching(key) {
@@ -395,4 +471,15 @@ func nestedCheck(t *testing.T, p *purgatory.Purgatory[int], ops []*testkit.Op, m
 		t.Fatalf("CheckAndComplete(%d) = %d with CheckAndComplete(%d) = %d inside it; model %d in all", key, outer, key2, inner, wantN)
 	}
 	return true
+}
+
+// cmpLevel orders level waits by level, then by the order they were watched.
+func cmpLevel(a, b leveled) int {
+	if a.level != b.level {
+		if a.level < b.level {
+			return -1
+		}
+		return 1
+	}
+	return a.seq - b.seq
 }

@@ -34,8 +34,11 @@ func (p *Purgatory[K]) CheckAndComplete(key K) int {
 // a queue, a slot freed) to the operations waiting for it, first come first
 // served: it tries the key's operations in the order they were watched,
 // completes each whose TryComplete returns true, and stops at the first that
-// returns false, or panics (the panic then continues). It returns how many
-// this call completed. A TryComplete that passes may take the item it
+// returns false. It returns how many this call completed. A panic in a
+// callback (TryComplete, or the OnComplete, OnExpiration or Observer of an
+// operation it ended) stops it there too, and continues once the rounds that
+// other walks of the key asked for meanwhile have run; an operation whose
+// TryComplete panicked stays watched. A TryComplete that passes may take the item it
 // completes with: the operation then ends Completed whatever else happens
 // meanwhile (see Operation.TryComplete), so an item handed off is never lost
 // to a racing timeout.
@@ -376,6 +379,9 @@ func (s *shards[K]) enter(key K, level int64, kind walkKind) (*watchList[K], []e
 	if l == nil {
 		return nil, nil
 	}
+	if !l.walked() {
+		l.trimFront() // what the last hand-off completed, left for this walk
+	}
 	l.reach(level)
 	ops := l.ops()
 	if kind == walkAll {
@@ -393,19 +399,20 @@ func (s *shards[K]) enter(key K, level int64, kind walkKind) (*watchList[K], []e
 // leave implements walkList. A round that leaves compacts what it passed if
 // any entry is dead: a round over every operation compacts the whole list
 // (it has just read it all), and its heap too if the list is crowded; a
-// hand-off's compacts the entries it passed (compactFront), and the whole
-// list only if the dead outnumber the live. Drops that found the list walked
-// left compacting to it. It does so after it lets go of the list, so that a
-// drop either sees the walk over (and compacts itself) or is seen here. If
-// another walk asked for one more round, it keeps the turn and compacts under
-// the mutex instead, and returns what that round reads: for a round over
-// every operation, all of them (a CheckAndComplete's round tries the heap
-// too).
+// hand-off's compacts the whole list only if the dead outnumber the live,
+// and leaves the entries it completed at the front to the next walk's enter
+// (trimFront), which holds the shard's mutex anyway: a hand-off takes the
+// mutex once. Drops that found the list walked left compacting to it. It
+// does so after it lets go of the list, so that a drop either sees the walk
+// over (and compacts itself) or is seen here. If another walk asked for one
+// more round, it keeps the turn and compacts under the mutex instead, and
+// returns what that round reads: for a round over every operation, all of
+// them (a CheckAndComplete's round tries the heap too).
 func (l *watchList[K]) leave(handOff bool, passed int) ([]entry, bool, bool) {
 	again, all := l.letGo()
 	sh := l.shard
 	if !again {
-		if anyDead(l.count.Load()) {
+		if count := l.count.Load(); anyDead(count) && (!handOff || l.crowded(count)) {
 			sh.mu.Lock()
 			if !l.walked() {
 				l.tidy(handOff, passed)

@@ -362,6 +362,21 @@ func (l *watchList[K]) compactFront(n int) {
 	l.removed(k)
 }
 
+// trimFront removes the dead entries at the front of the list, those a
+// hand-off completed (it left them to the next walk), up to the first live
+// one: a cost of what the hand-off passed. The caller holds the shard's
+// mutex and has seen that no walk holds the list.
+func (l *watchList[K]) trimFront() {
+	es := l.ops()
+	k := 0
+	for k < len(es) && !es[k].live() {
+		k++
+	}
+	if k > 0 {
+		l.compactFront(k)
+	}
+}
+
 // makeRoom, before an append, moves the entries down to the start of their
 // array if it is full, at least a quarter of it was passed, and no walk reads
 // it, so that a list used as a queue keeps its array (each entry moves once
