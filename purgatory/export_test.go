@@ -27,10 +27,10 @@ func (sh *shard[K]) atRest() error {
 		if w := l.walking.Load(); !restingWord(w) {
 			return fmt.Errorf("key %v: walk word %b with no walk under way", key, w)
 		}
-		if l.head < 0 || l.head > len(l.entries) || 2*l.head > len(l.entries) && l.head > 0 && len(l.ops()) > 0 {
-			return fmt.Errorf("key %v: head %d of %d entries", key, l.head, len(l.entries))
+		if head := l.head(); head > len(l.entries) || 2*head > len(l.entries) && len(l.ops()) > 0 {
+			return fmt.Errorf("key %v: head %d of %d entries", key, head, len(l.entries))
 		}
-		for _, e := range l.entries[:l.head] {
+		for _, e := range l.entries[:l.head()] {
 			if e != (entry{}) {
 				return fmt.Errorf("key %v: an entry before head is not cleared", key)
 			}

@@ -18,12 +18,12 @@ import "fmt"
 //	                                        ending ctx   bound recycler  again
 //	                                        armed        locker solo     held
 //
-// watchList.walking: the same turn, and three flags of its own where an
-// operation keeps its outcome:
+// watchList.walking: the same turn, three flags of its own where an
+// operation keeps its outcome, and the list's head where it keeps its flags:
 //
 //	 63                                                        6 5      4 3  2    1     0
 //	+-----------------------------------------------------------+--------+--+----+------+-------+
-//	|                            zero                           |  turn  |  |all |handed|leveled|
+//	|                            head                           |  turn  |  |all |handed|leveled|
 //	+-----------------------------------------------------------+--------+--+----+------+-------+
 //
 // A turn is "one goroutine at a time, and nobody waits": held by whoever's
@@ -53,7 +53,8 @@ const (
 	// turnAgain: a turn was asked for while held; set only while turnHeld
 	// is, and cleared only by the holder, who goes round once more.
 	turnAgain
-	// soloBit: watched under one key, and TryCompleteElseWatch has let go
+	// soloBit (bits 6–63 of the walking word: its head, listHeadShift):
+	// watched under one key, and TryCompleteElseWatch has let go
 	// of its tries: only that key's walk tries the use, without the try
 	// bit (the steps at Op.handToWalk). Set by TryCompleteElseWatch's last
 	// settle, in the move that lets go of the try bit; kept until the next
@@ -117,6 +118,14 @@ const (
 	leftBits          = outcomeBits << leftShift
 	genShift          = 17
 	genBits     int64 = -1 << genShift
+
+	// listHeadShift: bits 6–63 of the walking word hold the list's head, how
+	// many entries at the front of its array hand-offs passed and compacted
+	// away (watchlist.go). Written only under the shard's mutex; the walks'
+	// moves of the turn and the flags keep it, so it needs no word of its
+	// own, and the list of an int key stays 64 bytes.
+	listHeadShift       = 6
+	listLowBits   int64 = 1<<listHeadShift - 1
 
 	// withdrawn is the internal outcome of a use whose TryCompleteElseWatch
 	// was undone because TryComplete panicked (abandonMove). It ends the
@@ -650,4 +659,22 @@ func (l *watchList[K]) setHanded(on bool) {
 
 // restingWord reports whether w is a walking word with no walk under way and
 // nothing handed: the state a list rests in.
-func restingWord(w int64) bool { return w&^listLeveled == 0 }
+func restingWord(w int64) bool { return w&listLowBits&^listLeveled == 0 }
+
+// head returns the list's head. The caller holds the shard's mutex.
+func (l *watchList[K]) head() int { return int(l.walking.Load() >> listHeadShift) }
+
+// setHead sets the list's head, keeping the turn and the flags that walks
+// move meanwhile. The caller holds the shard's mutex.
+func (l *watchList[K]) setHead(h int) {
+	for {
+		s := l.walking.Load()
+		next := withHead(s, h)
+		if next == s || l.walking.CompareAndSwap(s, next) {
+			return
+		}
+	}
+}
+
+// withHead is the walking word s with head h.
+func withHead(s int64, h int) int64 { return s&listLowBits | int64(h)<<listHeadShift }

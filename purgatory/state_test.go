@@ -314,6 +314,16 @@ func TestStateBits(t *testing.T) {
 	require.Equal(t, int64(-1), all, "every bit of Op.state has a meaning")
 	require.Equal(t, 47, bits.OnesCount64(^uint64(1<<genShift-1)), "47 bits of generation")
 	require.Zero(t, (listLeveled|listHanded|listAgainAll)&^outcomeBits, "the walking word's flags sit where an Op keeps its outcome")
+	require.Equal(t, listLowBits, outcomeBits|turnBits, "the walking word's head starts above its turn")
+	for _, h := range []int{0, 1, 1000, 1 << 40} {
+		w := withHead(listLeveled|turnBits|listAgainAll, h)
+		require.Equal(t, listLeveled|turnBits|listAgainAll, w&listLowBits, "the flags and turn kept")
+		require.Equal(t, int64(h), w>>listHeadShift)
+		next, _, _ := leaveMove(w)
+		require.Equal(t, int64(h), next>>listHeadShift, "a walk's move keeps the head")
+		next, _ = takeMove(next, true)
+		require.Equal(t, int64(h), next>>listHeadShift)
+	}
 }
 
 // The list's turn is held by one walk at a time, and a request made while it

@@ -379,8 +379,8 @@ func (s *shards[K]) enter(key K, level int64, kind walkKind) (*watchList[K], []e
 	if l == nil {
 		return nil, nil
 	}
-	if !l.walked() {
-		l.trimFront() // what the last hand-off completed, left for this walk
+	if kind == walkHandOff && !l.walked() {
+		l.trimFront() // what the last hand-off completed, left for this one
 	}
 	l.reach(level)
 	ops := l.ops()
@@ -400,9 +400,10 @@ func (s *shards[K]) enter(key K, level int64, kind walkKind) (*watchList[K], []e
 // any entry is dead: a round over every operation compacts the whole list
 // (it has just read it all), and its heap too if the list is crowded; a
 // hand-off's compacts the whole list only if the dead outnumber the live,
-// and leaves the entries it completed at the front to the next walk's enter
-// (trimFront), which holds the shard's mutex anyway: a hand-off takes the
-// mutex once. Drops that found the list walked left compacting to it. It
+// and leaves the entries it completed at the front to the next hand-off's
+// enter (trimFront), which holds the shard's mutex anyway, so that a
+// hand-off takes the mutex once (a walk over every operation passes them,
+// and compacts the list as it leaves). Drops that found the list walked left compacting to it. It
 // does so after it lets go of the list, so that a drop either sees the walk
 // over (and compacts itself) or is seen here. If another walk asked for one
 // more round, it keeps the turn and compacts under the mutex instead, and

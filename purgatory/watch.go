@@ -155,7 +155,8 @@ func (s *shards[K]) remove(key K) []entry {
 	if l.lv != nil && len(l.lv.handed) > 0 {
 		owed = &levelState{high: noLevel, handed: l.lv.handed}
 	}
-	l.entries, l.head, l.lv = nil, 0, owed
+	l.entries, l.lv = nil, owed
+	l.setHead(0)
 	l.setLeveled(false)
 	l.count.Store(0)
 	delete(sh.lists, key)

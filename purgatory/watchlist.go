@@ -98,17 +98,17 @@ type place interface {
 //     listAgainAll (state.go).
 //
 // The words every drop and walk touch (count, walking, entries) come first,
-// on one cache line, and a list of plain watches for an int key fits 80
-// bytes: W5 at 10,000 keys holds 10,000 of them. (head made it 80 from 64:
-// without it, hand-offs that trimmed the front by reslicing made appends
-// regrow the array, 64 to 157 bytes a push in BenchmarkHandOff, all for the
-// collector to mark.)
+// on one cache line, and a list of plain watches for an int key fits 64
+// bytes, so that lists are line-aligned and never share one: W5 at 10,000
+// keys holds 10,000 of them. head lives in the walking word's high bits
+// (state.go) for that: as a field of its own it made the list 72 bytes, the
+// 80-byte size class, whose lists straddle lines (W8 at 8 goroutines, one
+// key each, 1.067x the time per add+complete).
 type watchList[K comparable] struct {
 	count   atomic.Int64 // len(ops())+len(levels) and the dead among them; see split
 	walking atomic.Int64 // one walk at a time, and its flags (state.go)
-	entries []entry
-	head    int         // entries[:head] are passed and cleared
-	lv      *levelState // nil until the key's first level watch or Advance
+	entries []entry      // entries[head():] are the list's; see head
+	lv      *levelState  // nil until the key's first level watch or Advance
 	key     K
 	shard   *shard[K]
 }
@@ -139,11 +139,11 @@ func (l *watchList[K]) levelsMade() *levelState {
 // the list's first cache line, rather than follow lv to the heap: leveled is
 // set exactly while the heap holds an entry. The caller holds the shard's
 // mutex.
-func (l *watchList[K]) vacant() bool { return len(l.entries) == l.head && !l.leveled() }
+func (l *watchList[K]) vacant() bool { return len(l.entries) == l.head() && !l.leveled() }
 
 // ops returns the list's entries, in the order they were watched. The caller
 // holds the shard's mutex.
-func (l *watchList[K]) ops() []entry { return l.entries[l.head:] }
+func (l *watchList[K]) ops() []entry { return l.entries[l.head():] }
 
 // entry is an operation in a watch list, with the Operation that embeds it
 // and the use (generation) it was made for. The walk reads impl here, in
@@ -231,7 +231,7 @@ func (l *watchList[K]) walkable() []entry {
 	if len(waiting) == 0 {
 		return l.ops()
 	}
-	ops := make([]entry, 0, len(l.entries)-l.head+len(waiting))
+	ops := make([]entry, 0, len(l.entries)-l.head()+len(waiting))
 	ops = append(ops, l.ops()...)
 	for _, e := range waiting {
 		ops = append(ops, e.Value)
@@ -329,9 +329,10 @@ func (l *watchList[K]) compactLocked(all bool) {
 			live = append(live, e)
 		}
 	}
-	removed := len(l.entries) - l.head - len(live)
+	removed := len(l.entries) - l.head() - len(live)
 	clear(l.entries[len(live):])
-	l.entries, l.head = shrunk(live), 0
+	l.entries = shrunk(live)
+	l.setHead(0)
 	if lv := l.lv; all && lv != nil && len(lv.levels) > 0 {
 		removed += lv.filter()
 		l.setLeveled(len(lv.levels) > 0)
@@ -355,8 +356,9 @@ func (l *watchList[K]) compactFront(n int) {
 		}
 	}
 	clear(es[:k])
-	l.head += k
-	if 2*l.head > len(l.entries) { // more than half passed
+	head := l.head() + k
+	l.setHead(head)
+	if 2*head > len(l.entries) { // more than half passed
 		l.shift()
 	}
 	l.removed(k)
@@ -383,7 +385,7 @@ func (l *watchList[K]) trimFront() {
 // per quarter of the list appended, at most). The caller holds the shard's
 // mutex.
 func (l *watchList[K]) makeRoom() {
-	if len(l.entries) == cap(l.entries) && 4*l.head >= len(l.entries) && l.head > 0 && !l.walked() {
+	if head := l.head(); len(l.entries) == cap(l.entries) && 4*head >= len(l.entries) && head > 0 && !l.walked() {
 		l.shift()
 	}
 }
@@ -394,7 +396,8 @@ func (l *watchList[K]) makeRoom() {
 func (l *watchList[K]) shift() {
 	rest := copy(l.entries, l.ops())
 	clear(l.entries[rest:])
-	l.entries, l.head = l.entries[:rest], 0
+	l.entries = l.entries[:rest]
+	l.setHead(0)
 }
 
 // removed accounts for n entries compaction took out, and lets the shard
