@@ -27,8 +27,8 @@ import (
 // CheckAndComplete, which tries every receiver (capped at 2 s of pushing at
 // W = 100,000); lean-pooled, the leanest hand-written version (one mutex, a
 // FIFO list of waiters each with a channel and one reused time.Timer, a
-// waiter per receiver, reused; a push hands its item to the first waiter, or
-// queues it if none waits); and lean, the same with a new waiter and a
+// waiter per receiver, reused; the producer's flush hands queued items to the
+// waiters in order); and lean, the same with a new waiter and a
 // time.AfterFunc per wait. A receiver that finds an item queued takes it
 // without waiting, in every system.
 var w9Systems = []string{"purgatory", "purgatory-check", "lean-pooled", "lean"}
@@ -208,8 +208,9 @@ type leanWaiter struct {
 }
 
 // w9Lean is the hand-off written by hand: one mutex over the items and a
-// FIFO list of waiters. A push hands its item to the first waiter, or queues
-// it if none waits, so no item waits while a receiver does.
+// FIFO list of waiters. A push queues its item, and flush, once for the
+// items pushed at one wake-up as the purgatory's HandOff, hands queued items
+// to the waiters in the order they came.
 type w9Lean struct {
 	mu         sync.Mutex
 	items      []w9Item
@@ -242,18 +243,29 @@ func (s *w9Lean) unlink(w *leanWaiter) {
 	w.prev, w.next, w.listed = nil, nil, false
 }
 
-func (s *w9Lean) flush() {} // push hands each item to a waiter itself
-
 func (s *w9Lean) push(it w9Item) {
 	s.mu.Lock()
-	if w := s.head; w != nil {
-		s.unlink(w)
-		s.mu.Unlock()
-		w.ch <- it
-		return
-	}
 	s.items = append(s.items, it)
 	s.mu.Unlock()
+}
+
+// flush hands queued items to the waiters, first come, first served, and
+// wakes them once it has let go of the mutex.
+func (s *w9Lean) flush() {
+	var ws []*leanWaiter
+	var its []w9Item
+	s.mu.Lock()
+	for s.head != nil && len(s.items) > 0 {
+		w := s.head
+		s.unlink(w)
+		ws = append(ws, w)
+		its = append(its, s.items[0])
+		s.items = s.items[1:]
+	}
+	s.mu.Unlock()
+	for i, w := range ws {
+		w.ch <- its[i]
+	}
 }
 
 func (s *w9Lean) receive(r *w9Receiver, timeout time.Duration) (w9Item, bool) {
