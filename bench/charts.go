@@ -89,17 +89,17 @@ func chartW6(dir string, res map[key][]result) error {
 
 func chartW9(dir string, res map[key][]result) error {
 	return cpuChart(dir, "w9_handoff_cpu.png", sweepLines(res, "W9", "cpu_us_per_item"),
-		"W9 hand-off at 100,000 items/s: CPU per item by receivers", "receivers waiting (log scale)", "CPU µs per item")
+		"W9 hand-off at 100,000 items/s: CPU per item by receivers", "receivers waiting (log scale)", "CPU µs per item", true)
 }
 
 // keysChart draws CPU per request against keys, one line per system.
 func keysChart(dir, name string, lines map[string]plotter.XYs, title, xLabel string) error {
-	return cpuChart(dir, name, lines, title, xLabel, "CPU µs per request")
+	return cpuChart(dir, name, lines, title, xLabel, "CPU µs per request", false)
 }
 
 // cpuChart draws CPU per unit of work against a variant on a log scale, one
-// line per system.
-func cpuChart(dir, name string, lines map[string]plotter.XYs, title, xLabel, yLabel string) error {
+// line per system, its legend at the bottom right or (topLeft) the top left.
+func cpuChart(dir, name string, lines map[string]plotter.XYs, title, xLabel, yLabel string, topLeft bool) error {
 	if len(lines) == 0 {
 		return nil
 	}
@@ -110,6 +110,10 @@ func cpuChart(dir, name string, lines map[string]plotter.XYs, title, xLabel, yLa
 	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	p.Legend.Top, p.Legend.Left = false, false
 	p.Legend.XOffs, p.Legend.YOffs = -2*vg.Inch, vg.Inch/4 // bottom right, inside the axes
+	if topLeft {
+		p.Legend.Top, p.Legend.Left = true, true
+		p.Legend.XOffs, p.Legend.YOffs = vg.Inch, -vg.Inch/4
+	}
 	p.Add(plotter.NewGrid())
 	if err := addLinePoints(p, lines); err != nil {
 		return err
