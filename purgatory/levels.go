@@ -93,22 +93,7 @@ func (p *Purgatory[K]) TryCompleteElseWatchAt(op Operation, at ...Level[K]) bool
 		}
 	}
 	return p.add(op, o, func() (distinct int) {
-		for i, a := range at {
-			level, first := a.Level, true
-			for j, b := range at {
-				if b.Key == a.Key {
-					level = min(level, b.Level)
-					first = first && j >= i
-				}
-			}
-			if !first {
-				continue // watched once, at its lowest level
-			}
-			if !p.watchers.watchAt(o, a.Key, level) {
-				break // ended from outside meanwhile
-			}
-			distinct++
-		}
-		return distinct
+		// watchAt reports false once o has ended from outside meanwhile.
+		return eachDistinctLevel(at, func(key K, level int64) bool { return p.watchers.watchAt(o, key, level) })
 	})
 }

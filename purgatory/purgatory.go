@@ -3,7 +3,6 @@ package purgatory
 import (
 	"fmt"
 	"reflect"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -113,16 +112,8 @@ func (p *Purgatory[K]) TryCompleteElseWatch(op Operation, keys ...K) bool {
 	}
 	p.watchers.mustHashKeys(keys)
 	return p.add(op, o, func() (distinct int) {
-		for i, key := range keys {
-			if slices.Contains(keys[:i], key) {
-				continue // watched once
-			}
-			if !p.watchers.watch(o, key) {
-				break // ended from outside meanwhile
-			}
-			distinct++
-		}
-		return distinct
+		// watch reports false once o has ended from outside meanwhile.
+		return eachDistinct(keys, func(key K) bool { return p.watchers.watch(o, key) })
 	})
 }
 
