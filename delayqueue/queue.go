@@ -76,6 +76,16 @@ func (q *Queue[T]) Peek() (expiration int64, ok bool) {
 	return head.expiration, true
 }
 
+// Head returns the earliest item and its expiration, due or not, and false
+// if the queue is empty. Poll(expiration) then removes it.
+func (q *Queue[T]) Head() (value T, expiration int64, ok bool) {
+	head, ok := q.heap.Peek()
+	if !ok {
+		return value, 0, false
+	}
+	return head.value, head.expiration, true
+}
+
 // len returns the number of items in the queue, due or not, for tests
 // (export_test.go).
 func (q *Queue[T]) len() int { return q.heap.Size() }

@@ -192,6 +192,10 @@ func (w *wheel) cascade(b *slot, now instant, due []job) []job {
 
 // poll cascades every bucket whose tick has begun at now, then appends to due
 // every timer in near whose deadline is at or before now, and returns due.
+// It moves the levels' clocks to now's tick: every bucket begun by then has
+// been flushed (those dropped empty included, which no cascade moved the
+// clocks for), so a timer placed next lands in the lowest level that spans
+// it, as if every bucket had been flushed in turn.
 func (w *wheel) poll(now instant, due []job) []job {
 	tick := w.tickOf(now)
 	for {
@@ -201,6 +205,7 @@ func (w *wheel) poll(now instant, due []job) []job {
 		}
 		due = w.cascade(b, now, due)
 	}
+	w.advanceClock(tick)
 	for len(w.nearHeap) > 0 && instant(w.nearHeap[0].Key) <= now {
 		n := w.nearHeap.Pop()
 		// A stale entry's timer may have moved to another shard since; its
@@ -215,8 +220,9 @@ func (w *wheel) poll(now instant, due []job) []job {
 
 // next returns when the wheel must next be polled: the earliest of the next
 // bucket's tick and the earliest deadline in near. ok is false if nothing is
-// pending.
+// pending. The buckets every timer has left are dropped first (dropEmpty).
 func (w *wheel) next() (at instant, ok bool) {
+	w.dropEmpty()
 	tick, ok := w.queue.Peek()
 	at = w.startOf(tick)
 	if len(w.nearHeap) > 0 {
@@ -225,6 +231,27 @@ func (w *wheel) next() (at instant, ok bool) {
 		}
 	}
 	return at, ok
+}
+
+// dropEmpty takes out of the queue the buckets at its head that hold no
+// timer, every one stopped or moved since, resetting their expiration as a
+// flush does (a timer added later offers the bucket again), so that the
+// driver does not wake for them. Timers that mostly stop before their
+// deadline leave such a bucket per tick of the finest level: a purgatory's
+// operations that complete in time, examples/redis's BLPOPs with 1 s
+// timeouts, each served within a millisecond, which woke the driver about
+// 1,000 times a second for nothing. A bucket that empties after the driver
+// went to sleep still wakes it, once, and its poll drops those behind it.
+// The levels' clocks do not move for a dropped bucket; poll moves them.
+func (w *wheel) dropEmpty() {
+	for {
+		b, tick, ok := w.queue.Head()
+		if !ok || !b.Empty() {
+			return
+		}
+		w.queue.Poll(tick)
+		b.SetExpiration(bucket.NoExpiration)
+	}
 }
 
 // drain empties every bucket, calling fn with each pending timer, which is

@@ -200,3 +200,58 @@ func TestWheelExtremeExpirations(t *testing.T) {
 	w.insert(far)
 	require.True(t, far.pending())
 }
+
+// Buckets every timer has left are dropped from the queue, so the driver is
+// not woken for them: a thousand timers of a thousand ticks, all stopped,
+// leave nothing to wake for; one stopped among live ones leaves the live
+// one's bucket next. A dropped bucket is offered again by the next timer
+// added to it, which fires on time. A poll moves the clocks to its tick, so
+// a timer added after a long quiet lands in the lowest level that spans it.
+func TestWheelDropsEmptyBuckets(t *testing.T) {
+	w := newWheel(time.Millisecond, 1024)
+	var ts []*timer
+	for i := range 1000 {
+		e := newEntry(time.Duration(i+1) * time.Millisecond)
+		w.insert(e)
+		ts = append(ts, e)
+	}
+	next, ok := w.next()
+	require.True(t, ok)
+	require.Equal(t, instant(time.Millisecond), next)
+	for _, e := range ts {
+		require.True(t, w.stop(e))
+	}
+	_, ok = w.next()
+	require.False(t, ok, "nothing pending: no bucket left to wake for")
+	_, _, queued := w.queue.Head()
+	require.False(t, queued, "every emptied bucket dropped")
+
+	// A stopped timer ahead of a live one: the live one's bucket is next.
+	early, late := newEntry(5*time.Millisecond), newEntry(9*time.Millisecond)
+	w.insert(early)
+	w.insert(late)
+	w.stop(early)
+	next, ok = w.next()
+	require.True(t, ok)
+	require.Equal(t, instant(9*time.Millisecond), next, "the stopped timer's bucket is not waited for")
+
+	// The dropped bucket of tick 5 is offered again, and its timer fires on
+	// time, never early.
+	again := newEntry(5*time.Millisecond + 300)
+	at, ok := w.insert(again)
+	require.True(t, ok, "offered again: the driver must wake sooner")
+	require.Equal(t, instant(5*time.Millisecond), at)
+	fired := runUntilEmpty(t, w, 0)
+	require.Equal(t, map[*timer]instant{again: again.when, late: late.when}, fired)
+
+	// An hour of quiet with a poll at its end: the clocks are at that tick,
+	// and a timer a second later waits on the first level.
+	hour := instant(time.Hour)
+	require.Empty(t, w.poll(hour, nil))
+	require.EqualValues(t, w.tickOf(hour), w.levels[0].current)
+	later := newEntry(time.Hour + time.Second)
+	w.insert(later)
+	require.Equal(t, inLevel, later.state)
+	require.True(t, w.levels[0].buckets[w.tickOf(later.when)%1024].Expiration() == w.tickOf(later.when), "on level 0, in its own tick's bucket")
+	require.Equal(t, map[*timer]instant{later: later.when}, runUntilEmpty(t, w, hour))
+}
