@@ -1,0 +1,377 @@
+package main
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/purgatory-go/purgatory/purgatory"
+)
+
+// Blocking pops: BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP. A client that finds
+// every key empty blocks: its command becomes an operation of the server's
+// purgatory, watched under its keys, with its timeout. A write that gives one
+// of those keys elements makes it ready, and once the write's command (or
+// EXEC) is over, serveReady hands the key's elements to its blocked clients
+// in the order they blocked (purgatory.HandOff): each client's TryComplete
+// takes what it is owed, and the hand-off stops at the first that finds the
+// list empty (src/blocked.c's handleClientsBlockedOnKeys,
+// serveClientsBlockedOnListKey).
+
+type blockKind uint8
+
+const (
+	blockPop  blockKind = iota // BLPOP, BRPOP
+	blockMove                  // BLMOVE, BRPOPLPUSH
+	blockMpop                  // BLMPOP
+)
+
+// blockedOp is a blocked client's wait. Its fields but the result are set
+// before it is added; the result (key, vals, errMsg) is written by the try
+// that completes it, under the server's lock, and read by the client's
+// goroutine once OnComplete has set over.
+type blockedOp struct {
+	purgatory.Op
+	c      *client
+	kind   blockKind
+	keys   []string
+	left   bool   // pops from the left end
+	dst    string // blockMove: where the element goes
+	toLeft bool   // blockMove: to dst's left end
+	count  int64  // blockMpop: elements at most
+
+	unblockErr bool // CLIENT UNBLOCK ... ERROR, set before its ForceComplete
+
+	key      string        // the key served
+	vals     [][]byte      // the elements taken, to answer with
+	errMsg   string        // the answer is this error instead (a BLMOVE to a key of the wrong type)
+	answered bool          // the try that served it answered it (server.served)
+	over     atomic.Bool   // OnComplete has run: the wait has ended
+	done     chan struct{} // OnComplete's token, for wait; one per use, drained at the next
+
+	free atomic.Bool // the purgatory is done with its last use (Recycle): c may use it again
+}
+
+// TryComplete serves the client from the key the hand-off under way serves,
+// or, in its own first tries, from the first of its keys that holds
+// elements: it takes what the client is owed, answers it (server.served) and
+// reports true, or reports false if the list is empty. A client whose
+// connection is gone is done at once, and takes nothing. The server's lock is
+// held: only serveReady's HandOff and blockOn's TryCompleteElseWatch try.
+func (b *blockedOp) TryComplete() bool {
+	if b.c.ctx.Err() != nil {
+		return true // gone: let the next client have it
+	}
+	s := b.c.srv
+	key := s.serving
+	if key == "" {
+		for _, k := range b.keys {
+			if l, _ := s.db.list(k); l != nil && l.len() > 0 {
+				key = k
+				break
+			}
+		}
+	}
+	l, _ := s.db.list(key)
+	if key == "" || l == nil || l.len() == 0 {
+		return false
+	}
+	b.key = key
+	switch b.kind {
+	case blockMove:
+		if _, wrong := s.db.list(b.dst); wrong && b.dst != key {
+			b.errMsg = errWrongType // the element stays for the next client
+			s.served(b)
+			return true
+		}
+		v, _ := s.move(key, b.dst, b.left, b.toLeft)
+		b.vals = [][]byte{v}
+	default:
+		n := int64(1)
+		if b.kind == blockMpop {
+			n = min(b.count, int64(l.len()))
+		}
+		for range n {
+			b.vals = append(b.vals, l.pop(b.left))
+		}
+		s.db.touched(key)
+		s.db.afterPop(key, l)
+	}
+	s.stats.handedOff.Add(int64(len(b.vals)))
+	s.served(b)
+	return true
+}
+
+// served answers a client a try has just served: its reply goes into the
+// client's buffer, and serveReady writes it once the hand-offs are done. The
+// client is no longer blocked. The server's lock is held.
+func (s *server) served(b *blockedOp) {
+	c := b.c
+	b.answered = true
+	c.op = nil
+	s.db.unblock(b.keys)
+	b.answerServed(c)
+	if !c.answered {
+		c.answered = true
+		s.answered = append(s.answered, c)
+	}
+}
+
+// OnComplete wakes the client's goroutine to answer a wait that ended
+// otherwise than by a try that served it. It takes no lock of the server's
+// and never blocks, whichever goroutine ended the wait.
+func (b *blockedOp) OnComplete() {
+	b.over.Store(true)
+	b.done <- struct{}{} // never blocks: one a use, in a buffer of one
+	if !b.answered {
+		b.c.kick()
+	}
+}
+
+// ended reports whether the wait has ended (OnComplete has run).
+func (b *blockedOp) ended() bool { return b.over.Load() }
+
+// wait waits for the wait to end. Only the client's goroutine waits.
+func (b *blockedOp) wait() {
+	if !b.over.Load() {
+		<-b.done
+	}
+}
+
+func (b *blockedOp) OnExpiration() {}
+
+// Recycle is the purgatory saying it is done with the wait: the client's
+// next wait may use the operation again (client.waitOp).
+func (b *blockedOp) Recycle() { b.free.Store(true) }
+
+// waitOp returns an operation for a wait of c's, reset: its last wait's
+// once the purgatory is done with it, so that a client in a BLPOP loop
+// allocates none per wait, else a new one. Its keys' array is kept. The
+// caller holds the server's lock, and blockOn claims the operation.
+func (c *client) waitOp(kind blockKind, left bool) *blockedOp {
+	b := c.lastOp
+	if b == nil || !b.free.Load() {
+		b = &blockedOp{done: make(chan struct{}, 1)}
+		b.free.Store(true)
+		c.lastOp = b
+	}
+	select {
+	case <-b.done: // the last use's token, which nobody waited for
+	default:
+	}
+	b.over.Store(false)
+	b.kind, b.keys, b.left = kind, b.keys[:0], left
+	b.dst, b.toLeft, b.count, b.unblockErr = "", false, 0, false
+	b.key, b.vals, b.errMsg, b.answered = "", nil, "", false
+	return b
+}
+
+// answerServed writes the reply of a wait a try served. The caller holds
+// the server's lock.
+func (b *blockedOp) answerServed(c *client) {
+	w := &c.w
+	switch {
+	case b.errMsg != "":
+		w.err(b.errMsg)
+	case b.kind == blockPop:
+		w.arrayLen(2)
+		w.bulkString(b.key)
+		w.bulk(b.vals[0])
+		c.took(b.key, b.left, b.vals...)
+	case b.kind == blockMove:
+		w.bulk(b.vals[0]) // it is in its destination list: nothing to put back
+	default:
+		w.arrayLen(2)
+		w.bulkString(b.key)
+		w.bulks(b.vals)
+		c.took(b.key, b.left, b.vals...)
+	}
+}
+
+// answer writes the reply of a wait that ended otherwise than by a try that
+// served it. The caller holds the server's lock.
+func (b *blockedOp) answer(c *client) {
+	w := &c.w
+	switch b.Outcome() {
+	case purgatory.Completed: // gone before it was served: no reply
+	case purgatory.Forced: // CLIENT UNBLOCK
+		if b.unblockErr {
+			w.err(errUnblocked)
+			return
+		}
+		w.nullArray()
+	case purgatory.Expired:
+		w.nullArray()
+	case purgatory.Closed:
+		w.err(errShutdown)
+	}
+}
+
+// restore puts back what replies took out of lists and could not deliver
+// (their client went away): each element at the end it came from, in its
+// order, so that nothing handed off is lost; and serves the clients blocked
+// on them.
+func (s *server) restore(pops []popped) {
+	if len(pops) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.restoreLocked(pops)
+	s.serveReady()
+}
+
+// restoreLocked is restore but for serving: it makes the keys ready, as any
+// push does, for the caller's serveReady. The caller holds s.mu.
+func (s *server) restoreLocked(pops []popped) {
+	for i := len(pops) - 1; i >= 0; i-- {
+		p := pops[i]
+		l, created, wrong := s.db.listForPush(p.key)
+		if wrong {
+			continue // the key was overwritten meanwhile: as if they had been read
+		}
+		for j := len(p.vals) - 1; j >= 0; j-- {
+			l.push(p.vals[j], p.left)
+		}
+		if created {
+			s.db.storeList(p.key, l)
+		}
+		s.db.listWritten(p.key)
+		s.stats.restored.Add(int64(len(p.vals)))
+	}
+}
+
+// blockOn blocks c on op's keys until op.Timeout (NoTimeout for none). The
+// caller holds the server's lock, and has found every key empty.
+func (s *server) blockOn(c *client, op *blockedOp, timeout time.Duration) {
+	op.free.Store(false)
+	op.c = c
+	op.Timeout, op.Context = timeout, c.ctx
+	c.op = op
+	s.db.block(op.keys)
+	s.blocked.TryCompleteElseWatch(op, op.keys...)
+}
+
+// parseTimeout is Redis's getTimeoutFromObjectOrReply for seconds: a float,
+// rounded up to the millisecond; 0 waits for ever (NoTimeout), and one too
+// far for the clock saturates to NoTimeout. It writes Redis's error and
+// reports false for a bad one.
+func parseTimeout(c *client, arg []byte) (time.Duration, bool) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(string(arg)), 64)
+	if err != nil || math.IsNaN(f) || len(arg) == 0 || arg[0] == ' ' {
+		c.w.err(errTimeoutFloat)
+		return 0, false
+	}
+	ms := math.Ceil(f * 1000)
+	switch {
+	case ms < 0:
+		c.w.err(errTimeoutNeg)
+		return 0, false
+	case ms == 0:
+		return purgatory.NoTimeout, true
+	case ms >= float64(math.MaxInt64/int64(time.Millisecond)):
+		return purgatory.NoTimeout, true
+	}
+	return time.Duration(ms) * time.Millisecond, true
+}
+
+// bpop is BLPOP and BRPOP: key... timeout.
+func bpop(left bool) func(s *server, c *client, args [][]byte) {
+	return func(s *server, c *client, args [][]byte) {
+		timeout, ok := parseTimeout(c, args[len(args)-1])
+		if !ok {
+			return
+		}
+		b := c.waitOp(blockPop, left)
+		for _, k := range args[1 : len(args)-1] {
+			b.keys = append(b.keys, string(k))
+		}
+		for _, key := range b.keys {
+			l, wrong := s.db.list(key)
+			if wrong {
+				c.w.err(errWrongType)
+				return
+			}
+			if l != nil && l.len() > 0 {
+				v := l.pop(left)
+				c.w.arrayLen(2)
+				c.w.bulkString(key)
+				c.w.bulk(v)
+				c.took(key, left, v)
+				s.db.touched(key)
+				s.db.afterPop(key, l)
+				return
+			}
+		}
+		if c.inExec {
+			c.w.nullArray()
+			return
+		}
+		s.blockOn(c, b, timeout)
+	}
+}
+
+// blmove is BLMOVE, and BRPOPLPUSH (fixed ends).
+func blmove(fixed bool) func(s *server, c *client, args [][]byte) {
+	return func(s *server, c *client, args [][]byte) {
+		fromLeft, toLeft := false, true
+		if !fixed {
+			var ok1, ok2 bool
+			fromLeft, ok1 = whereArg(args[3])
+			toLeft, ok2 = whereArg(args[4])
+			if !ok1 || !ok2 {
+				c.w.err(errSyntax)
+				return
+			}
+		}
+		timeout, ok := parseTimeout(c, args[len(args)-1])
+		if !ok {
+			return
+		}
+		src, dst := string(args[1]), string(args[2])
+		l, wrong := s.db.list(src)
+		switch {
+		case wrong:
+			c.w.err(errWrongType)
+			return
+		case l != nil && l.len() > 0:
+			v, wrong := s.move(src, dst, fromLeft, toLeft)
+			if wrong {
+				c.w.err(errWrongType)
+				return
+			}
+			c.w.bulk(v)
+			return
+		case c.inExec:
+			c.w.nullBulk()
+			return
+		}
+		b := c.waitOp(blockMove, fromLeft)
+		b.keys, b.dst, b.toLeft = append(b.keys, src), dst, toLeft
+		s.blockOn(c, b, timeout)
+	}
+}
+
+// blmpop is BLMPOP timeout numkeys key... LEFT|RIGHT [COUNT n].
+func blmpop(s *server, c *client, args [][]byte) {
+	timeout, ok := parseTimeout(c, args[1])
+	if !ok {
+		return
+	}
+	m, ok := parseMpop(c, args[2:])
+	if !ok {
+		return
+	}
+	if s.mpopFrom(c, m) {
+		return
+	}
+	if c.inExec {
+		c.w.nullArray()
+		return
+	}
+	b := c.waitOp(blockMpop, m.left)
+	b.keys, b.count = append(b.keys, m.keys...), m.count
+	s.blockOn(c, b, timeout)
+}

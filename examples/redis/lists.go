@@ -1,0 +1,558 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+)
+
+// The list commands that never block (t_list.c). Each runs under the
+// server's lock; a write that leaves a list with elements makes its key
+// ready for the clients blocked on it (db.listWritten), served once the
+// command is over.
+
+// push is LPUSH, RPUSH, and with onlyExisting LPUSHX, RPUSHX.
+func push(left, onlyExisting bool) func(s *server, c *client, args [][]byte) {
+	return func(s *server, c *client, args [][]byte) {
+		key := string(args[1])
+		l, created, wrong := s.db.listForPush(key)
+		switch {
+		case wrong:
+			c.w.err(errWrongType)
+			return
+		case created && onlyExisting:
+			c.w.int(0)
+			return
+		}
+		for _, v := range args[2:] {
+			l.push(append([]byte(nil), v...), left)
+		}
+		if created {
+			s.db.storeList(key, l)
+		}
+		s.db.listWritten(key)
+		c.w.int(int64(l.len()))
+	}
+}
+
+// pop is LPOP and RPOP, with their optional count.
+func pop(left bool) func(s *server, c *client, args [][]byte) {
+	return func(s *server, c *client, args [][]byte) {
+		if len(args) > 3 {
+			c.w.err(errWrongArgs(strings.ToLower(string(args[0]))))
+			return
+		}
+		count, hasCount := int64(1), len(args) == 3
+		if hasCount {
+			n, ok := parseInt(args[2])
+			if !ok || n < 0 {
+				c.w.err(errNotPositive)
+				return
+			}
+			count = n
+		}
+		key := string(args[1])
+		l, wrong := s.db.list(key)
+		switch {
+		case wrong:
+			c.w.err(errWrongType)
+		case l == nil && hasCount:
+			c.w.nullArray()
+		case l == nil:
+			c.w.nullBulk()
+		case !hasCount:
+			v := l.pop(left)
+			c.w.bulk(v)
+			c.took(key, left, v)
+			s.db.touched(key)
+			s.db.afterPop(key, l)
+		default:
+			n := int(min(count, int64(l.len())))
+			c.w.arrayLen(n)
+			vals := make([][]byte, n)
+			for i := range n {
+				vals[i] = l.pop(left)
+				c.w.bulk(vals[i])
+			}
+			c.took(key, left, vals...)
+			if n > 0 {
+				s.db.touched(key)
+				s.db.afterPop(key, l)
+			}
+		}
+	}
+}
+
+func llen(s *server, c *client, args [][]byte) {
+	l, wrong := s.db.list(string(args[1]))
+	switch {
+	case wrong:
+		c.w.err(errWrongType)
+	case l == nil:
+		c.w.int(0)
+	default:
+		c.w.int(int64(l.len()))
+	}
+}
+
+// rangeOf clamps Redis's start and stop indexes (negative from the end) to a
+// list of n; ok false for an empty range.
+func rangeOf(start, stop int64, n int) (from, to int, ok bool) {
+	if start < 0 {
+		start += int64(n)
+	}
+	if stop < 0 {
+		stop += int64(n)
+	}
+	start = max(start, 0)
+	if start > stop || start >= int64(n) {
+		return 0, 0, false
+	}
+	stop = min(stop, int64(n)-1)
+	return int(start), int(stop), true
+}
+
+func lrange(s *server, c *client, args [][]byte) {
+	start, ok1 := parseInt(args[2])
+	stop, ok2 := parseInt(args[3])
+	if !ok1 || !ok2 {
+		c.w.err(errNotInteger)
+		return
+	}
+	l, wrong := s.db.list(string(args[1]))
+	switch {
+	case wrong:
+		c.w.err(errWrongType)
+		return
+	case l == nil:
+		c.w.arrayLen(0)
+		return
+	}
+	from, to, ok := rangeOf(start, stop, l.len())
+	if !ok {
+		c.w.arrayLen(0)
+		return
+	}
+	c.w.arrayLen(to - from + 1)
+	for i := from; i <= to; i++ {
+		c.w.bulk(l.at(i))
+	}
+}
+
+func lindex(s *server, c *client, args [][]byte) {
+	i, ok := parseInt(args[2])
+	if !ok {
+		c.w.err(errNotInteger)
+		return
+	}
+	l, wrong := s.db.list(string(args[1]))
+	switch {
+	case wrong:
+		c.w.err(errWrongType)
+		return
+	case l == nil:
+		c.w.nullBulk()
+		return
+	}
+	if i < 0 {
+		i += int64(l.len())
+	}
+	if i < 0 || i >= int64(l.len()) {
+		c.w.nullBulk()
+		return
+	}
+	c.w.bulk(l.at(int(i)))
+}
+
+func lset(s *server, c *client, args [][]byte) {
+	i, ok := parseInt(args[2])
+	if !ok {
+		c.w.err(errNotInteger)
+		return
+	}
+	key := string(args[1])
+	l, wrong := s.db.list(key)
+	switch {
+	case wrong:
+		c.w.err(errWrongType)
+		return
+	case l == nil:
+		c.w.err(errNoSuchKey)
+		return
+	}
+	if i < 0 {
+		i += int64(l.len())
+	}
+	if i < 0 || i >= int64(l.len()) {
+		c.w.err(errIndexRange)
+		return
+	}
+	l.set(int(i), append([]byte(nil), args[3]...))
+	s.db.touched(key)
+	c.w.ok()
+}
+
+func lrem(s *server, c *client, args [][]byte) {
+	count, ok := parseInt(args[2])
+	if !ok {
+		c.w.err(errNotInteger)
+		return
+	}
+	key := string(args[1])
+	l, wrong := s.db.list(key)
+	switch {
+	case wrong:
+		c.w.err(errWrongType)
+		return
+	case l == nil:
+		c.w.int(0)
+		return
+	}
+	elems := l.slice(0, l.len()-1)
+	removed := int64(0)
+	limit := count
+	if limit < 0 {
+		limit = -limit
+	}
+	keep := make([][]byte, 0, len(elems))
+	if count >= 0 {
+		for _, e := range elems {
+			if bytes.Equal(e, args[3]) && (limit == 0 || removed < limit) {
+				removed++
+				continue
+			}
+			keep = append(keep, e)
+		}
+	} else { // from the tail
+		for i := len(elems) - 1; i >= 0; i-- {
+			if bytes.Equal(elems[i], args[3]) && removed < limit {
+				removed++
+				continue
+			}
+			keep = append(keep, elems[i])
+		}
+		for i, j := 0, len(keep)-1; i < j; i, j = i+1, j-1 {
+			keep[i], keep[j] = keep[j], keep[i]
+		}
+	}
+	if removed > 0 {
+		l.replace(keep)
+		s.db.touched(key)
+		s.db.afterPop(key, l)
+	}
+	c.w.int(removed)
+}
+
+func ltrim(s *server, c *client, args [][]byte) {
+	start, ok1 := parseInt(args[2])
+	stop, ok2 := parseInt(args[3])
+	if !ok1 || !ok2 {
+		c.w.err(errNotInteger)
+		return
+	}
+	key := string(args[1])
+	l, wrong := s.db.list(key)
+	switch {
+	case wrong:
+		c.w.err(errWrongType)
+		return
+	case l == nil:
+		c.w.ok()
+		return
+	}
+	from, to, ok := rangeOf(start, stop, l.len())
+	if !ok {
+		l.replace(nil)
+	} else {
+		l.replace(l.slice(from, to))
+	}
+	s.db.touched(key)
+	s.db.afterPop(key, l)
+	c.w.ok()
+}
+
+func linsert(s *server, c *client, args [][]byte) {
+	var after bool
+	switch strings.ToLower(string(args[2])) {
+	case "after":
+		after = true
+	case "before":
+	default:
+		c.w.err(errSyntax)
+		return
+	}
+	key := string(args[1])
+	l, wrong := s.db.list(key)
+	switch {
+	case wrong:
+		c.w.err(errWrongType)
+		return
+	case l == nil:
+		c.w.int(0)
+		return
+	}
+	elems := l.slice(0, l.len()-1)
+	for i, e := range elems {
+		if !bytes.Equal(e, args[3]) {
+			continue
+		}
+		at := i
+		if after {
+			at++
+		}
+		out := make([][]byte, 0, len(elems)+1)
+		out = append(out, elems[:at]...)
+		out = append(out, append([]byte(nil), args[4]...))
+		out = append(out, elems[at:]...)
+		l.replace(out)
+		s.db.listWritten(key)
+		c.w.int(int64(l.len()))
+		return
+	}
+	c.w.int(-1)
+}
+
+func lpos(s *server, c *client, args [][]byte) {
+	rank, count, maxlen := int64(1), int64(-1), int64(0)
+	for j := 3; j < len(args); j++ {
+		opt := strings.ToLower(string(args[j]))
+		if j+1 >= len(args) {
+			c.w.err(errSyntax)
+			return
+		}
+		j++
+		n, ok := parseInt(args[j])
+		if !ok {
+			c.w.err(errNotInteger)
+			return
+		}
+		switch opt {
+		case "rank":
+			if n == 0 {
+				c.w.err("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list")
+				return
+			}
+			if n == -1<<63 {
+				c.w.err("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
+				return
+			}
+			rank = n
+		case "count":
+			if n < 0 {
+				c.w.err("ERR COUNT can't be negative")
+				return
+			}
+			count = n
+		case "maxlen":
+			if n < 0 {
+				c.w.err("ERR MAXLEN can't be negative")
+				return
+			}
+			maxlen = n
+		default:
+			c.w.err(errSyntax)
+			return
+		}
+	}
+	l, wrong := s.db.list(string(args[1]))
+	switch {
+	case wrong:
+		c.w.err(errWrongType)
+		return
+	case l == nil && count != -1:
+		c.w.arrayLen(0)
+		return
+	case l == nil:
+		c.w.nullBulk()
+		return
+	}
+	var found []int64
+	n := l.len()
+	want := count
+	if want == 0 {
+		want = int64(n) // all of them
+	}
+	if count == -1 {
+		want = 1
+	}
+	skip := rank - 1
+	step, i := 1, 0
+	if rank < 0 {
+		skip, step, i = -rank-1, -1, n-1
+	}
+	for checked := int64(0); i >= 0 && i < n && int64(len(found)) < want && (maxlen == 0 || checked < maxlen); i, checked = i+step, checked+1 {
+		if !bytes.Equal(l.at(i), args[2]) {
+			continue
+		}
+		if skip > 0 {
+			skip--
+			continue
+		}
+		found = append(found, int64(i))
+	}
+	if count == -1 {
+		if len(found) == 0 {
+			c.w.nullBulk()
+			return
+		}
+		c.w.int(found[0])
+		return
+	}
+	c.w.arrayLen(len(found))
+	for _, f := range found {
+		c.w.int(f)
+	}
+}
+
+// whereArg parses LEFT or RIGHT.
+func whereArg(b []byte) (left, ok bool) {
+	switch strings.ToLower(string(b)) {
+	case "left":
+		return true, true
+	case "right":
+		return false, true
+	}
+	return false, false
+}
+
+// move pops an element from src's end (fromLeft) and pushes it to dst's
+// (toLeft), as LMOVE does, and returns it; nil if src is empty. wrong is a
+// WRONGTYPE of either key: nothing moved. dst becomes ready for the clients
+// blocked on it. The caller holds the server's lock.
+func (s *server) move(src, dst string, fromLeft, toLeft bool) (v []byte, wrong bool) {
+	sl, wrong := s.db.list(src)
+	if wrong || sl == nil {
+		return nil, wrong
+	}
+	dl, created, wrong := s.db.listForPush(dst)
+	if wrong {
+		return nil, true
+	}
+	v = sl.pop(fromLeft)
+	s.db.touched(src)
+	if src == dst {
+		sl.push(v, toLeft) // never empty: it just had v
+	} else {
+		s.db.afterPop(src, sl)
+		dl.push(v, toLeft)
+		if created {
+			s.db.storeList(dst, dl)
+		}
+	}
+	s.db.listWritten(dst)
+	return v, false
+}
+
+// lmove is LMOVE, and RPOPLPUSH (fixed ends).
+func lmove(fixed bool) func(s *server, c *client, args [][]byte) {
+	return func(s *server, c *client, args [][]byte) {
+		fromLeft, toLeft := false, true
+		if !fixed {
+			var ok1, ok2 bool
+			fromLeft, ok1 = whereArg(args[3])
+			toLeft, ok2 = whereArg(args[4])
+			if !ok1 || !ok2 {
+				c.w.err(errSyntax)
+				return
+			}
+		}
+		v, wrong := s.move(string(args[1]), string(args[2]), fromLeft, toLeft)
+		switch {
+		case wrong:
+			c.w.err(errWrongType)
+		case v == nil:
+			c.w.nullBulk()
+		default:
+			c.w.bulk(v)
+		}
+	}
+}
+
+// mpopArgs are LMPOP's and BLMPOP's: numkeys keys... LEFT|RIGHT [COUNT n].
+type mpopArgs struct {
+	keys  []string
+	left  bool
+	count int64
+}
+
+// parseMpop parses args from numkeys on; it writes the error and reports
+// false on a bad one.
+func parseMpop(c *client, args [][]byte) (mpopArgs, bool) {
+	var m mpopArgs
+	numkeys, ok := parseInt(args[0])
+	if !ok || numkeys <= 0 {
+		c.w.err("ERR numkeys should be greater than 0")
+		return m, false
+	}
+	if numkeys > int64(len(args)-2) {
+		c.w.err(errSyntax)
+		return m, false
+	}
+	for _, k := range args[1 : 1+numkeys] {
+		m.keys = append(m.keys, string(k))
+	}
+	rest := args[1+numkeys:]
+	if m.left, ok = whereArg(rest[0]); !ok {
+		c.w.err(errSyntax)
+		return m, false
+	}
+	m.count = 1
+	switch {
+	case len(rest) == 1:
+	case len(rest) == 3 && strings.EqualFold(string(rest[1]), "count"):
+		n, ok := parseInt(rest[2])
+		if !ok || n <= 0 {
+			c.w.err("ERR count should be greater than 0")
+			return m, false
+		}
+		m.count = n
+	default:
+		c.w.err(errSyntax)
+		return m, false
+	}
+	return m, true
+}
+
+// mpopFrom pops up to count elements from the first of keys that holds a
+// list, and writes [key, [elements]]; it reports whether one did (false: it
+// wrote nothing). A key of the wrong type is an error, written.
+func (s *server) mpopFrom(c *client, m mpopArgs) (done bool) {
+	for _, key := range m.keys {
+		l, wrong := s.db.list(key)
+		if wrong {
+			c.w.err(errWrongType)
+			return true
+		}
+		if l == nil || l.len() == 0 {
+			continue
+		}
+		s.writeMpop(c, key, l, m)
+		return true
+	}
+	return false
+}
+
+// writeMpop pops from key's list l and writes LMPOP's reply.
+func (s *server) writeMpop(c *client, key string, l *deque, m mpopArgs) {
+	n := int(min(m.count, int64(l.len())))
+	c.w.arrayLen(2)
+	c.w.bulkString(key)
+	c.w.arrayLen(n)
+	vals := make([][]byte, n)
+	for i := range n {
+		vals[i] = l.pop(m.left)
+		c.w.bulk(vals[i])
+	}
+	c.took(key, m.left, vals...)
+	s.db.touched(key)
+	s.db.afterPop(key, l)
+}
+
+func lmpop(s *server, c *client, args [][]byte) {
+	m, ok := parseMpop(c, args[1:])
+	if !ok {
+		return
+	}
+	if !s.mpopFrom(c, m) {
+		c.w.nullArray()
+	}
+}

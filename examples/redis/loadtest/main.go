@@ -1,0 +1,382 @@
+// Command loadtest measures the example against Debian's redis-server 7.0.15,
+// each a child process of its own (so its CPU is its own), alternated run by
+// run:
+//
+//   - handoff: 64 clients in BLPOP loops while producers LPUSH, one element
+//     a command, at fixed rates (10,000/s and 50,000/s) and as fast as they
+//     can with no more elements in flight than consumers: push-to-pop
+//     latency p50, p99 and p99.9, the server's CPU per element, the rate
+//     kept up, and elements lost or popped twice;
+//   - benchmark: redis-benchmark -t lpush,rpop,lrange_100 -P 16 -c 50,
+//     requests per second;
+//   - sweep: the hand-off at rising fixed rates (-sweep), each for
+//     -sweep-duration, until one is not kept up: the highest rate kept up
+//     (the producers pushed at it, what was pushed and not popped when they
+//     stopped is at most 100 ms of it, and push-to-pop p50 is under 10 ms,
+//     as the wheel's W5sweep).
+//
+// Both servers run every command one at a time: redis-server on its one
+// thread, the example under its lock. So the example gets one P
+// (-server-procs 1, GOMAXPROCS) unless told otherwise: on a machine of two
+// CPUs, a second P would only take CPU from the clients that load it, which
+// redis-server leaves them.
+//
+// Run it from examples/redis: go run ./loadtest. It prints a table of medians
+// and the example's ratios to redis-server, and writes the JSON and the
+// charts given with -json and -charts. It needs redis-server and
+// redis-benchmark (apt-get install redis-server redis-tools; redis-suite.sh
+// installs them).
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// sample is one measurement: a workload at a rate, on a system, in a run.
+type sample struct {
+	System   string             `json:"system"`
+	Workload string             `json:"workload"`
+	Rate     int                `json:"rate,omitempty"` // handoff: elements per second; 0 as fast as they can
+	Run      int                `json:"run"`
+	Metrics  map[string]float64 `json:"metrics"`
+}
+
+// results is what -json writes: how the samples were made, and the samples.
+type results struct {
+	Meta    map[string]string `json:"meta"`
+	Samples []sample          `json:"samples"`
+}
+
+func main() {
+	rates := flag.String("rates", "10000,50000,0", "hand-off rates, elements per second (0: as fast as they can)")
+	sweep := flag.String("sweep", "60000,70000,80000,90000,100000,110000,120000,140000", "rising hand-off rates for the highest kept up (empty: none)")
+	sweepDuration := flag.Duration("sweep-duration", 3*time.Second, "each run of the sweep")
+	duration := flag.Duration("duration", 5*time.Second, "each hand-off run")
+	runs := flag.Int("runs", 3, "runs per system (alternated); medians are reported")
+	consumers := flag.Int("consumers", 64, "clients in BLPOP loops")
+	producers := flag.Int("producers", 2, "producing clients")
+	requests := flag.Int("bench-requests", 500_000, "redis-benchmark's -n (0: no benchmark)")
+	queryBuf := flag.Bool("query-buffer", true, "run the query-buffer workload: a client filling its query buffer to the limit, the server's RSS meanwhile")
+	jsonOut := flag.String("json", "", "write the samples here")
+	charts := flag.String("charts", "", "draw the charts into this directory")
+	from := flag.String("from", "", "report and draw from this JSON instead of measuring")
+	profileDir := flag.String("profile", "", "write the example's CPU profiles into this directory")
+	flag.IntVar(&serverProcs, "server-procs", 1, "the example's GOMAXPROCS (0: Go's default, one per CPU); 1, as redis-server runs its commands on one thread, leaves the other CPUs to the clients")
+	check := flag.Bool("check", false, "exit 1 if any run lost an element or popped one twice (CI's smoke run)")
+	flag.Parse()
+	// The clients' side allocates per element; a lazier collector keeps
+	// its CPU off the servers' (both servers' runs alike).
+	debug.SetGCPercent(800)
+
+	var res results
+	if *from != "" {
+		b, err := os.ReadFile(*from)
+		if err == nil {
+			err = json.Unmarshal(b, &res)
+		}
+		if err != nil {
+			log.Fatal(err)
+		}
+	} else {
+		rs, sw := rateFlag("rates", *rates), rateFlag("sweep", *sweep)
+		dir, err := os.MkdirTemp("", "redis-loadtest")
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		bins, err := build(dir)
+		if err != nil {
+			log.Fatal(err)
+		}
+		res.Meta = meta()
+		res.Samples, err = measure(bins, plan{rs, *duration, sw, *sweepDuration, *runs, *consumers, *producers, *requests, *queryBuf}, *profileDir)
+		if err != nil {
+			log.Fatal(err)
+		}
+	}
+	report(os.Stdout, res.Samples)
+	if *jsonOut != "" {
+		b, _ := json.MarshalIndent(res, "", " ")
+		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if *charts != "" {
+		if err := draw(*charts, res.Samples); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if *check {
+		for _, s := range res.Samples {
+			if s.Metrics["lost"] != 0 || s.Metrics["twice"] != 0 {
+				log.Fatalf("%s %s at %d/s run %d: %v lost, %v popped twice", s.System, s.Workload, s.Rate, s.Run, s.Metrics["lost"], s.Metrics["twice"])
+			}
+		}
+	}
+}
+
+// rateFlag parses a comma-separated list of rates.
+func rateFlag(name, list string) []int {
+	var rs []int
+	for _, r := range strings.Split(list, ",") {
+		if r == "" && name == "sweep" {
+			continue
+		}
+		n, err := strconv.Atoi(r)
+		if err != nil || n < 0 || name == "sweep" && n == 0 {
+			log.Fatalf("-%s %q: %q is not a rate", name, list, r)
+		}
+		rs = append(rs, n)
+	}
+	return rs
+}
+
+// meta says where the samples come from.
+func meta() map[string]string {
+	m := map[string]string{"command": "go -C examples/redis run ./loadtest " + strings.Join(os.Args[1:], " "), "date": time.Now().UTC().Format("2006-01-02")}
+	if info, ok := debug.ReadBuildInfo(); ok {
+		m["go"] = info.GoVersion
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" {
+				m["commit"] = s.Value[:min(7, len(s.Value))]
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		n := strings.Count(string(b), "\nprocessor")
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "model name"); ok {
+				m["machine"] = fmt.Sprintf("%d CPUs, %s", n+1, strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":")))
+				break
+			}
+		}
+	}
+	return m
+}
+
+// plan is what measure runs.
+type plan struct {
+	rates     []int
+	duration  time.Duration
+	sweep     []int
+	sweepDur  time.Duration
+	runs      int
+	consumers int
+	producers int
+	requests  int
+	queryBuf  bool
+}
+
+func measure(bins map[string][]string, p plan, profileDir string) ([]sample, error) {
+	var out []sample
+	handoff := func(system string, run, rate int, d time.Duration, workload string) (map[string]float64, error) {
+		m, err := once(system, bins[system], profile(profileDir, system, workload+"-"+strconv.Itoa(rate), run), func(s *server) (map[string]float64, error) {
+			return runHandoff(s, handoffConfig{rate: rate, duration: d, consumers: p.consumers, producers: p.producers})
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s at %d/s: %w", system, workload, rate, err)
+		}
+		log.Printf("run %d %-12s %-7s %6d/s: p50 %.3f p99 %.3f ms, CPU %.2f us/element, popped %.0f/s, kept up %v, lost %v, twice %v",
+			run, system, workload, rate, m["lat_p50_ms"], m["lat_p99_ms"], m["cpu_us_per_element"], m["popped_per_s"], m["keeps_up"], m["lost"], m["twice"])
+		out = append(out, sample{system, workload, rate, run, m})
+		return m, nil
+	}
+	for run := 1; run <= p.runs; run++ {
+		for _, system := range systems {
+			for _, rate := range p.rates {
+				if _, err := handoff(system, run, rate, p.duration, "handoff"); err != nil {
+					return nil, err
+				}
+			}
+			for _, rate := range p.sweep {
+				m, err := handoff(system, run, rate, p.sweepDur, "sweep")
+				if err != nil {
+					return nil, err
+				}
+				if m["keeps_up"] == 0 {
+					break
+				}
+			}
+			if p.requests > 0 {
+				m, err := once(system, bins[system], profile(profileDir, system, "benchmark", run), func(s *server) (map[string]float64, error) {
+					return runBenchmark(s, p.requests)
+				})
+				if err != nil {
+					return nil, fmt.Errorf("%s: redis-benchmark: %w", system, err)
+				}
+				log.Printf("run %d %-12s redis-benchmark: %v", run, system, m)
+				out = append(out, sample{system, "benchmark", 0, run, m})
+			}
+			if p.queryBuf {
+				m, err := once(system, bins[system], profile(profileDir, system, "querybuf", run), runQueryBuffer)
+				if err != nil {
+					return nil, fmt.Errorf("%s: query buffer: %w", system, err)
+				}
+				log.Printf("run %d %-12s query buffer: %v", run, system, m)
+				out = append(out, sample{system, "querybuf", 0, run, m})
+			}
+		}
+	}
+	return out, nil
+}
+
+// highestKeptUp is, per run of system, the highest fixed rate kept up,
+// the rates taken in rising order until the first not kept up (the
+// hand-off's and the sweep's), and the median over the runs.
+func highestKeptUp(samples []sample, system string) (median float64, perRun []float64) {
+	byRun := map[int][]sample{}
+	for _, s := range samples {
+		if s.System == system && s.Rate > 0 && (s.Workload == "handoff" || s.Workload == "sweep") {
+			byRun[s.Run] = append(byRun[s.Run], s)
+		}
+	}
+	for _, ss := range byRun {
+		slices.SortFunc(ss, func(a, b sample) int { return a.Rate - b.Rate })
+		best := 0.0
+		for _, s := range ss {
+			if s.Metrics["keeps_up"] == 0 {
+				break
+			}
+			best = float64(s.Rate)
+		}
+		perRun = append(perRun, best)
+	}
+	if len(perRun) == 0 {
+		return 0, nil
+	}
+	slices.Sort(perRun)
+	return perRun[len(perRun)/2], perRun
+}
+
+// once runs one workload on a server of its own.
+func once(system string, argv []string, profile string, run func(*server) (map[string]float64, error)) (map[string]float64, error) {
+	s, err := start(system, argv, profile)
+	if err != nil {
+		return nil, err
+	}
+	m, err := run(s)
+	if serr := s.stop(); err == nil && system == "purgatory" {
+		err = serr // redis-server's exit status on SIGTERM is its own business
+	}
+	return m, err
+}
+
+func profile(dir, system, workload string, run int) string {
+	if dir == "" || system != "purgatory" {
+		return ""
+	}
+	return filepath.Join(dir, fmt.Sprintf("%s-run%d.pprof", workload, run))
+}
+
+// medians are the median of each metric over the runs of a system's
+// workload at a rate.
+func medians(samples []sample, system, workload string, rate int) map[string]float64 {
+	all := map[string][]float64{}
+	for _, s := range samples {
+		if s.System == system && s.Workload == workload && s.Rate == rate {
+			for k, v := range s.Metrics {
+				all[k] = append(all[k], v)
+			}
+		}
+	}
+	m := map[string]float64{}
+	for k, vs := range all {
+		slices.Sort(vs)
+		m[k] = vs[len(vs)/2]
+	}
+	return m
+}
+
+// rateList is the hand-off rates measured, fixed rates first, ascending,
+// then 0 (as fast as they can).
+func rateList(samples []sample) []int {
+	var rs []int
+	for _, s := range samples {
+		if s.Workload == "handoff" && !slices.Contains(rs, s.Rate) {
+			rs = append(rs, s.Rate)
+		}
+	}
+	slices.SortFunc(rs, func(a, b int) int {
+		if (a == 0) != (b == 0) {
+			if a == 0 {
+				return 1
+			}
+			return -1
+		}
+		return a - b
+	})
+	return rs
+}
+
+func rateName(rate int) string {
+	if rate == 0 {
+		return "as fast as they can (at most one element in flight per consumer)"
+	}
+	return strconv.Itoa(rate) + "/s"
+}
+
+// report prints the medians of both systems and the example's ratio to
+// redis-server.
+func report(w io.Writer, samples []sample) {
+	fmt.Fprintln(w, "hand-off (medians of runs)        examples/redis   redis-server   ratio")
+	row := func(name string, a, b float64, format string) {
+		ratio := "-"
+		if b != 0 {
+			ratio = fmt.Sprintf("%.2fx", a/b)
+		}
+		fmt.Fprintf(w, "  %-31s %14s %14s %7s\n", name, fmt.Sprintf(format, a), fmt.Sprintf(format, b), ratio)
+	}
+	for _, rate := range rateList(samples) {
+		p, r := medians(samples, "purgatory", "handoff", rate), medians(samples, "redis-server", "handoff", rate)
+		fmt.Fprintf(w, " %s\n", rateName(rate))
+		row("push-to-pop p50 (ms)", p["lat_p50_ms"], r["lat_p50_ms"], "%.3f")
+		row("push-to-pop p99 (ms)", p["lat_p99_ms"], r["lat_p99_ms"], "%.3f")
+		row("push-to-pop p99.9 (ms)", p["lat_p999_ms"], r["lat_p999_ms"], "%.3f")
+		row("server CPU per element (us)", p["cpu_us_per_element"], r["cpu_us_per_element"], "%.2f")
+		row("popped per second", p["popped_per_s"], r["popped_per_s"], "%.0f")
+		row("kept up (runs: median)", p["keeps_up"], r["keeps_up"], "%.0f")
+		row("lost (median)", p["lost"], r["lost"], "%.0f")
+		row("popped twice (median)", p["twice"], r["twice"], "%.0f")
+	}
+	if hp, _ := highestKeptUp(samples, "purgatory"); hp > 0 {
+		hr, _ := highestKeptUp(samples, "redis-server")
+		fmt.Fprintln(w, "sweep (fixed rates, rising, until one is not kept up)")
+		row("highest rate kept up (/s)", hp, hr, "%.0f")
+	}
+	p, r := medians(samples, "purgatory", "benchmark", 0), medians(samples, "redis-server", "benchmark", 0)
+	if len(p) > 0 {
+		fmt.Fprintln(w, "redis-benchmark -P 16 -c 50 (requests per second)")
+		for _, t := range []string{"lpush", "rpop", "lrange_100"} {
+			row(t, p[t+"_rps"], r[t+"_rps"], "%.0f")
+		}
+		row("server CPU per request (us)", p["cpu_us_per_request"], r["cpu_us_per_request"], "%.3f")
+	}
+	p, r = medians(samples, "purgatory", "querybuf", 0), medians(samples, "redis-server", "querybuf", 0)
+	if len(p) > 0 {
+		fmt.Fprintln(w, "a client filling its query buffer (three 512 MB bulks; the limit is 1 GiB)")
+		row("RSS before (MB)", p["base_rss_mb"], r["base_rss_mb"], "%.0f")
+		row("peak RSS (MB)", p["peak_rss_mb"], r["peak_rss_mb"], "%.0f")
+		row("sent before the server closed (MB)", p["sent_mb"], r["sent_mb"], "%.0f")
+		row("closed by the server (runs: median)", p["closed"], r["closed"], "%.0f")
+		row("another client's PINGs answered", p["pings_answered"], r["pings_answered"], "%.0f")
+		row("another client's PINGs failed", p["ping_failures"], r["ping_failures"], "%.0f")
+		row("its slowest PING (ms)", p["ping_max_ms"], r["ping_max_ms"], "%.1f")
+	}
+	var lost, twice float64
+	for _, s := range samples {
+		lost += s.Metrics["lost"]
+		twice += s.Metrics["twice"]
+	}
+	fmt.Fprintf(w, "all runs: %.0f lost, %.0f popped twice\n", lost, twice)
+}

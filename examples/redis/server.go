@@ -1,0 +1,245 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/purgatory-go/purgatory/purgatory"
+	"github.com/purgatory-go/purgatory/timingwheel"
+)
+
+// server is the Redis-protocol server: one keyspace, its clients, and a
+// purgatory of the clients blocked on list keys.
+//
+// Its lock, mu, is Redis's single thread: each command a client sends runs
+// under it, with the hand-offs it makes ready (serveReady) before it lets
+// go, so that a client that sends LRANGE right after its LPUSH's reply never
+// sees an element already handed off. A blocked client's TryComplete runs
+// under mu too (HandOff and TryCompleteElseWatch are only called with it
+// held), and its OnComplete never takes it: it only wakes the client's
+// goroutine (client.wake), which writes the reply.
+type server struct {
+	mu      sync.Mutex
+	db      *db
+	blocked *purgatory.Purgatory[string]
+	serving string // the key the hand-off under way serves: a blocked pop takes from it
+	// answered are the clients a hand-off answered since the last flush,
+	// whose replies serveReady writes once the hand-offs are done.
+	answered []*client
+	clients  map[int64]*client
+	cfg      config
+	limits   atomic.Pointer[limits] // cfg's, for the readers, which run without mu
+
+	nextID  atomic.Int64
+	closed  atomic.Bool
+	log     *slog.Logger
+	tw      *timingwheel.TimingWheel
+	stats   serverStats
+	lnMu    sync.Mutex
+	ln      net.Listener
+	conns   sync.WaitGroup
+	stopped chan struct{}
+}
+
+// serverStats are the counts the tests and the metrics read.
+type serverStats struct {
+	handedOff  atomic.Int64 // elements a hand-off gave to a blocked client
+	popWritten atomic.Int64 // elements popped and written to a connection that was open when written
+	restored   atomic.Int64 // elements popped for a client that went away before its reply was written, put back
+	commands   atomic.Int64
+}
+
+// newServer makes a server; obs, if not nil, feed the metrics' histograms.
+func newServer(cfg config, log *slog.Logger, obs *observers) (*server, error) {
+	wopts := []timingwheel.Option{timingwheel.WithLogger(log)}
+	popts := []purgatory.Option{purgatory.WithLogger(log)}
+	if obs != nil {
+		wopts = append(wopts, timingwheel.WithObserver(obs.wheel))
+		popts = append(popts, purgatory.WithObserver(obs.blocked))
+	}
+	tw, err := timingwheel.New(wopts...)
+	if err != nil {
+		return nil, err
+	}
+	p, err := purgatory.New[string]("redis_blocked", append(popts, purgatory.WithTimingWheel(tw))...)
+	if err != nil {
+		tw.Stop()
+		return nil, err
+	}
+	s := &server{db: newDB(), blocked: p, clients: map[int64]*client{}, cfg: cfg, log: log, tw: tw, stopped: make(chan struct{})}
+	s.limits.Store(new(cfg.limits()))
+	return s, nil
+}
+
+// command is one entry of the command table.
+type command struct {
+	name  string
+	arity int // as Redis: n exactly, -n at least n (the name counts)
+	run   func(s *server, c *client, args [][]byte)
+	flags cmdFlags
+}
+
+type cmdFlags uint8
+
+const (
+	cmdWrite    cmdFlags = 1 << iota // touches keys (for nothing but documentation here)
+	cmdNoMulti                       // runs at once inside MULTI: EXEC, DISCARD, MULTI, WATCH
+	cmdBlocking                      // may block: never inside MULTI
+)
+
+var commands map[string]*command
+
+func init() {
+	commands = map[string]*command{}
+	for _, cmd := range commandTable() {
+		commands[cmd.name] = cmd
+	}
+}
+
+// exec runs one command for c. The caller holds s.mu.
+func (s *server) exec(c *client, args [][]byte) {
+	s.stats.commands.Add(1)
+	name := strings.ToLower(string(args[0]))
+	cmd := commands[name]
+	if cmd == nil {
+		c.flagMultiError()
+		c.w.err(unknownCommand(args))
+		return
+	}
+	if cmd.arity > 0 && len(args) != cmd.arity || cmd.arity < 0 && len(args) < -cmd.arity {
+		c.flagMultiError()
+		c.w.err(errWrongArgs(cmd.name))
+		return
+	}
+	if c.multi && cmd.flags&cmdNoMulti == 0 {
+		c.queued = append(c.queued, ownArgs(args))
+		c.w.status("QUEUED")
+		return
+	}
+	cmd.run(s, c, args)
+}
+
+// unknownCommand is Redis 7.0's reply to a command it does not know.
+func unknownCommand(args [][]byte) string {
+	var b strings.Builder
+	b.WriteString("ERR unknown command '")
+	b.Write(args[0])
+	b.WriteString("', with args beginning with: ")
+	for _, a := range args[1:] {
+		b.WriteString("'")
+		b.Write(a)
+		b.WriteString("' ")
+	}
+	return b.String()
+}
+
+// ownArgs copies args out of the connection's buffer, which the next read
+// moves.
+func ownArgs(args [][]byte) [][]byte {
+	out := make([][]byte, len(args))
+	for i, a := range args {
+		out[i] = append([]byte(nil), a...)
+	}
+	return out
+}
+
+// serveReady serves the clients blocked on the keys the last command (or
+// EXEC) made ready, in the order they became ready, each with its list as it
+// is now (Redis's handleClientsBlockedOnKeys): a hand-off per key, which
+// serves its clients in the order they blocked until the list runs out. A
+// served BLMOVE pushes to its destination, which then becomes ready and is
+// served in the same pass. Then it writes the replies of the clients served
+// (flushAnswer); a write that fails puts its elements back, which makes
+// their keys ready again, and serves them too. The caller holds s.mu.
+func (s *server) serveReady() {
+	d := s.db
+	for len(d.ready) > 0 || len(s.answered) > 0 {
+		for i := 0; i < len(d.ready); i++ {
+			key := d.ready[i]
+			delete(d.isReady, key) // it may become ready again, and be served again
+			if l, _ := d.list(key); l == nil || l.len() == 0 {
+				continue
+			}
+			s.serving = key
+			s.blocked.HandOff(key)
+			s.serving = ""
+		}
+		d.ready = d.ready[:0]
+		answered := s.answered
+		s.answered = nil
+		for _, c := range answered {
+			c.answered = false
+			s.flushAnswer(c)
+		}
+	}
+}
+
+// serve serves clients on ln until shutdown.
+func (s *server) serve(ln net.Listener) error {
+	s.lnMu.Lock()
+	s.ln = ln
+	s.lnMu.Unlock()
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if s.closed.Load() {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(5 * time.Millisecond)
+				continue
+			}
+			return err
+		}
+		c := s.newClient(conn)
+		s.conns.Go(c.serve)
+	}
+}
+
+// shutdown answers every blocked client with an error that names the
+// shutdown, closes every connection and waits for their goroutines, until
+// ctx is done.
+func (s *server) shutdown(ctx context.Context) error {
+	if s.closed.Swap(true) {
+		<-s.stopped
+		return nil
+	}
+	defer close(s.stopped)
+	s.lnMu.Lock()
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	s.lnMu.Unlock()
+	// Close ends every wait with Outcome Closed: each client's goroutine
+	// answers it with errShutdown, writes it out, and ends.
+	s.blocked.Close()
+	s.mu.Lock()
+	for _, c := range s.clients {
+		c.closeAfterWrite()
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		s.conns.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.mu.Lock()
+		for _, c := range s.clients {
+			c.conn.Close()
+		}
+		s.mu.Unlock()
+		<-done
+	}
+	s.tw.Stop()
+	return nil
+}
