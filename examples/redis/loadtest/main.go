@@ -35,6 +35,7 @@ import (
 	"io"
 	"log"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
@@ -150,6 +151,14 @@ func meta() map[string]string {
 		for _, s := range info.Settings {
 			if s.Key == "vcs.revision" {
 				m["commit"] = s.Value[:min(7, len(s.Value))]
+			}
+		}
+	}
+	if m["commit"] == "" { // go run stamps no revision: ask git
+		if out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
+			m["commit"] = strings.TrimSpace(string(out))
+			if st, err := exec.Command("git", "status", "--porcelain", "--", ".").Output(); err == nil && len(st) > 0 {
+				m["commit"] += " (examples/redis modified)"
 			}
 		}
 	}
@@ -321,7 +330,7 @@ func rateList(samples []sample) []int {
 
 func rateName(rate int) string {
 	if rate == 0 {
-		return "as fast as they can (at most one element in flight per consumer)"
+		return "as fast as they can"
 	}
 	return strconv.Itoa(rate) + "/s"
 }
@@ -339,7 +348,11 @@ func report(w io.Writer, samples []sample) {
 	}
 	for _, rate := range rateList(samples) {
 		p, r := medians(samples, "purgatory", "handoff", rate), medians(samples, "redis-server", "handoff", rate)
-		fmt.Fprintf(w, " %s\n", rateName(rate))
+		if rate == 0 {
+			fmt.Fprintf(w, " %s (at most one element in flight per consumer)\n", rateName(rate))
+		} else {
+			fmt.Fprintf(w, " %s\n", rateName(rate))
+		}
 		row("push-to-pop p50 (ms)", p["lat_p50_ms"], r["lat_p50_ms"], "%.3f")
 		row("push-to-pop p99 (ms)", p["lat_p99_ms"], r["lat_p99_ms"], "%.3f")
 		row("push-to-pop p99.9 (ms)", p["lat_p999_ms"], r["lat_p999_ms"], "%.3f")
@@ -349,7 +362,8 @@ func report(w io.Writer, samples []sample) {
 		row("lost (median)", p["lost"], r["lost"], "%.0f")
 		row("popped twice (median)", p["twice"], r["twice"], "%.0f")
 	}
-	if hp, _ := highestKeptUp(samples, "purgatory"); hp > 0 {
+	swept := slices.ContainsFunc(samples, func(s sample) bool { return s.Workload == "sweep" })
+	if hp, _ := highestKeptUp(samples, "purgatory"); swept && hp > 0 {
 		hr, _ := highestKeptUp(samples, "redis-server")
 		fmt.Fprintln(w, "sweep (fixed rates, rising, until one is not kept up)")
 		row("highest rate kept up (/s)", hp, hr, "%.0f")
