@@ -316,15 +316,9 @@ func bpop(left bool) func(s *server, c *client, args [][]byte) {
 // blmove is BLMOVE, and BRPOPLPUSH (fixed ends).
 func blmove(fixed bool) func(s *server, c *client, args [][]byte) {
 	return func(s *server, c *client, args [][]byte) {
-		fromLeft, toLeft := false, true
-		if !fixed {
-			var ok1, ok2 bool
-			fromLeft, ok1 = whereArg(args[3])
-			toLeft, ok2 = whereArg(args[4])
-			if !ok1 || !ok2 {
-				c.w.err(errSyntax)
-				return
-			}
+		fromLeft, toLeft, ok := moveEnds(c, args, fixed)
+		if !ok {
+			return
 		}
 		timeout, ok := parseTimeout(c, args[len(args)-1])
 		if !ok {

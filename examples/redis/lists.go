@@ -82,14 +82,32 @@ func pop(left bool) func(s *server, c *client, args [][]byte) {
 	}
 }
 
-func llen(s *server, c *client, args [][]byte) {
-	l, wrong := s.db.list(string(args[1]))
+// listFor returns key's list, for a command on a list that exists. If key
+// holds another type it answers WRONGTYPE, and if it holds nothing it answers
+// with none, the command's reply to a missing key; either way it returns nil,
+// and the command is done.
+func (s *server) listFor(c *client, key string, none func(*replies)) *deque {
+	l, wrong := s.db.list(key)
 	switch {
 	case wrong:
 		c.w.err(errWrongType)
 	case l == nil:
-		c.w.int(0)
-	default:
+		none(&c.w)
+	}
+	return l
+}
+
+// The replies of commands on a list to a key that holds none.
+var (
+	noneZero     = func(w *replies) { w.int(0) }
+	noneEmpty    = func(w *replies) { w.arrayLen(0) }
+	noneNoSuch   = func(w *replies) { w.err(errNoSuchKey) }
+	noneNullBulk = (*replies).nullBulk
+	noneOK       = (*replies).ok
+)
+
+func llen(s *server, c *client, args [][]byte) {
+	if l := s.listFor(c, string(args[1]), noneZero); l != nil {
 		c.w.int(int64(l.len()))
 	}
 }
@@ -118,13 +136,8 @@ func lrange(s *server, c *client, args [][]byte) {
 		c.w.err(errNotInteger)
 		return
 	}
-	l, wrong := s.db.list(string(args[1]))
-	switch {
-	case wrong:
-		c.w.err(errWrongType)
-		return
-	case l == nil:
-		c.w.arrayLen(0)
+	l := s.listFor(c, string(args[1]), noneEmpty)
+	if l == nil {
 		return
 	}
 	from, to, ok := rangeOf(start, stop, l.len())
@@ -144,13 +157,8 @@ func lindex(s *server, c *client, args [][]byte) {
 		c.w.err(errNotInteger)
 		return
 	}
-	l, wrong := s.db.list(string(args[1]))
-	switch {
-	case wrong:
-		c.w.err(errWrongType)
-		return
-	case l == nil:
-		c.w.nullBulk()
+	l := s.listFor(c, string(args[1]), noneNullBulk)
+	if l == nil {
 		return
 	}
 	if i < 0 {
@@ -170,13 +178,8 @@ func lset(s *server, c *client, args [][]byte) {
 		return
 	}
 	key := string(args[1])
-	l, wrong := s.db.list(key)
-	switch {
-	case wrong:
-		c.w.err(errWrongType)
-		return
-	case l == nil:
-		c.w.err(errNoSuchKey)
+	l := s.listFor(c, key, noneNoSuch)
+	if l == nil {
 		return
 	}
 	if i < 0 {
@@ -198,13 +201,8 @@ func lrem(s *server, c *client, args [][]byte) {
 		return
 	}
 	key := string(args[1])
-	l, wrong := s.db.list(key)
-	switch {
-	case wrong:
-		c.w.err(errWrongType)
-		return
-	case l == nil:
-		c.w.int(0)
+	l := s.listFor(c, key, noneZero)
+	if l == nil {
 		return
 	}
 	elems := l.slice(0, l.len()-1)
@@ -250,13 +248,8 @@ func ltrim(s *server, c *client, args [][]byte) {
 		return
 	}
 	key := string(args[1])
-	l, wrong := s.db.list(key)
-	switch {
-	case wrong:
-		c.w.err(errWrongType)
-		return
-	case l == nil:
-		c.w.ok()
+	l := s.listFor(c, key, noneOK)
+	if l == nil {
 		return
 	}
 	from, to, ok := rangeOf(start, stop, l.len())
@@ -281,13 +274,8 @@ func linsert(s *server, c *client, args [][]byte) {
 		return
 	}
 	key := string(args[1])
-	l, wrong := s.db.list(key)
-	switch {
-	case wrong:
-		c.w.err(errWrongType)
-		return
-	case l == nil:
-		c.w.int(0)
+	l := s.listFor(c, key, noneZero)
+	if l == nil {
 		return
 	}
 	elems := l.slice(0, l.len()-1)
@@ -442,18 +430,29 @@ func (s *server) move(src, dst string, fromLeft, toLeft bool) (v []byte, wrong b
 	return v, false
 }
 
+// moveEnds reads the ends of LMOVE and BLMOVE (args[3] and args[4]: the
+// source's, then the destination's), or gives RPOPLPUSH's and BRPOPLPUSH's
+// (fixed: right, then left). It answers a syntax error and reports false
+// for a word not LEFT or RIGHT.
+func moveEnds(c *client, args [][]byte, fixed bool) (fromLeft, toLeft, ok bool) {
+	if fixed {
+		return false, true, true
+	}
+	fromLeft, ok1 := whereArg(args[3])
+	toLeft, ok2 := whereArg(args[4])
+	if !ok1 || !ok2 {
+		c.w.err(errSyntax)
+		return false, false, false
+	}
+	return fromLeft, toLeft, true
+}
+
 // lmove is LMOVE, and RPOPLPUSH (fixed ends).
 func lmove(fixed bool) func(s *server, c *client, args [][]byte) {
 	return func(s *server, c *client, args [][]byte) {
-		fromLeft, toLeft := false, true
-		if !fixed {
-			var ok1, ok2 bool
-			fromLeft, ok1 = whereArg(args[3])
-			toLeft, ok2 = whereArg(args[4])
-			if !ok1 || !ok2 {
-				c.w.err(errSyntax)
-				return
-			}
+		fromLeft, toLeft, ok := moveEnds(c, args, fixed)
+		if !ok {
+			return
 		}
 		v, wrong := s.move(string(args[1]), string(args[2]), fromLeft, toLeft)
 		switch {
