@@ -69,11 +69,8 @@ func (q *Queue[T]) Poll(now int64) (value T, ok bool) {
 
 // Peek returns the earliest expiration in the queue, and false if it is empty.
 func (q *Queue[T]) Peek() (expiration int64, ok bool) {
-	head, ok := q.heap.Peek()
-	if !ok {
-		return 0, false
-	}
-	return head.expiration, true
+	_, expiration, ok = q.Head()
+	return expiration, ok
 }
 
 // Head returns the earliest item and its expiration, due or not, and false

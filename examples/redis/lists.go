@@ -112,6 +112,18 @@ func llen(s *server, c *client, args [][]byte) {
 	}
 }
 
+// indexOf is Redis's index i (negative from the end) in a list of n; ok
+// false if it is out of the list.
+func indexOf(i int64, n int) (at int, ok bool) {
+	if i < 0 {
+		i += int64(n)
+	}
+	if i < 0 || i >= int64(n) {
+		return 0, false
+	}
+	return int(i), true
+}
+
 // rangeOf clamps Redis's start and stop indexes (negative from the end) to a
 // list of n; ok false for an empty range.
 func rangeOf(start, stop int64, n int) (from, to int, ok bool) {
@@ -161,14 +173,12 @@ func lindex(s *server, c *client, args [][]byte) {
 	if l == nil {
 		return
 	}
-	if i < 0 {
-		i += int64(l.len())
-	}
-	if i < 0 || i >= int64(l.len()) {
+	at, ok := indexOf(i, l.len())
+	if !ok {
 		c.w.nullBulk()
 		return
 	}
-	c.w.bulk(l.at(int(i)))
+	c.w.bulk(l.at(at))
 }
 
 func lset(s *server, c *client, args [][]byte) {
@@ -182,14 +192,12 @@ func lset(s *server, c *client, args [][]byte) {
 	if l == nil {
 		return
 	}
-	if i < 0 {
-		i += int64(l.len())
-	}
-	if i < 0 || i >= int64(l.len()) {
+	at, ok := indexOf(i, l.len())
+	if !ok {
 		c.w.err(errIndexRange)
 		return
 	}
-	l.set(int(i), append([]byte(nil), args[3]...))
+	l.set(at, append([]byte(nil), args[3]...))
 	s.db.touched(key)
 	c.w.ok()
 }
