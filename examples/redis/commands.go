@@ -57,7 +57,7 @@ func commandTable() []*command {
 		{name: "flushall", arity: -1, run: flush, flags: cmdWrite},
 		{name: "flushdb", arity: -1, run: flush, flags: cmdWrite},
 		{name: "select", arity: 2, run: selectDB},
-		{name: "object", arity: -2, run: objectCmd},
+		{name: "object", arity: -2, run: objectCmd, flags: cmdContainer},
 		// Transactions.
 		{name: "multi", arity: 1, run: multi, flags: cmdNoMulti},
 		{name: "exec", arity: 1, run: execCmd, flags: cmdNoMulti},
@@ -69,10 +69,10 @@ func commandTable() []*command {
 		{name: "echo", arity: 2, run: func(_ *server, c *client, args [][]byte) { c.w.bulk(args[1]) }},
 		{name: "hello", arity: -1, run: hello, flags: cmdNoMulti},
 		{name: "quit", arity: -1, run: func(_ *server, c *client, _ [][]byte) { c.w.ok(); c.closing.Store(true) }},
-		{name: "client", arity: -2, run: clientCmd},
-		{name: "config", arity: -2, run: configCmd},
+		{name: "client", arity: -2, run: clientCmd, flags: cmdContainer},
+		{name: "config", arity: -2, run: configCmd, flags: cmdContainer},
 		{name: "info", arity: -1, run: info},
-		{name: "function", arity: -2, run: function},
+		{name: "function", arity: -2, run: function, flags: cmdContainer},
 	}
 }
 
@@ -521,8 +521,8 @@ func (s *server) clientList() string {
 		if cl.op != nil {
 			flags = "b"
 		}
-		fmt.Fprintf(&b, "id=%d addr=%s laddr=%s fd=0 name=%s age=0 idle=0 flags=%s db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=NULL user=default redir=-1 resp=%d\n",
-			id, cl.conn.RemoteAddr(), cl.conn.LocalAddr(), cl.name, flags, cl.w.resp)
+		fmt.Fprintf(&b, "id=%d addr=%s laddr=%s fd=0 name=%s age=0 idle=0 flags=%s db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%d\n",
+			id, cl.conn.RemoteAddr(), cl.conn.LocalAddr(), cl.name, flags, cl.lastCmd, cl.w.resp)
 	}
 	return b.String()
 }

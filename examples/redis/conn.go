@@ -47,6 +47,7 @@ type client struct {
 	// Under the server's lock.
 	w          replies
 	name       string
+	lastCmd    string     // the last command it sent, as CLIENT LIST's cmd= shows it (lastCommand)
 	multi      bool       // inside MULTI
 	inExec     bool       // running EXEC's commands: blocking commands do not block
 	multiErr   bool       // a command failed to queue: EXEC aborts
@@ -80,7 +81,7 @@ var aLongTimeAgo = time.Unix(1, 0)
 
 func (s *server) newClient(conn net.Conn) *client {
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &client{id: s.nextID.Add(1), srv: s, conn: conn, ctx: ctx, cancel: cancel, w: replies{resp: 2}}
+	c := &client{id: s.nextID.Add(1), srv: s, conn: conn, ctx: ctx, cancel: cancel, w: replies{resp: 2}, lastCmd: "NULL"}
 	if sc, ok := conn.(syscall.Conn); ok {
 		c.raw, _ = sc.SyscallConn()
 		c.writeRaw = c.writeOnce

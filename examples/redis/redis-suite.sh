@@ -59,7 +59,10 @@ if [[ ${1:-} == --setup ]]; then
 	exit 0
 fi
 src=${REDIS_SRC:-}
-if [[ -z $src ]]; then
+if [[ -n $src ]]; then # a copy: the stopgap below changes a test file
+	cp -r "$src" "$work/redis-src"
+	src=$work/redis-src
+else
 	echo "redis-suite: fetching Redis's source (apt-get source redis)"
 	(cd "$work" && apt-get source -qq redis >/dev/null 2>&1)
 	src=$(ls -d "$work"/redis-7.0.15 2>/dev/null || true)
@@ -68,10 +71,44 @@ if [[ -z $src ]]; then
 		exit 1
 	fi
 fi
+# The stopgap (issue 50, item 0, until the example serves every connection
+# from one event loop): "BRPOPLPUSH does not affect WATCH while still
+# blocked" sends EXEC on one connection and then, without reading its reply,
+# LPUSH on another. Redis runs them in that order because its one thread
+# reads ready sockets in the order the poller reports them; with a goroutine
+# per connection the LPUSH can take the server's lock first (11 of 60 runs
+# failed so). Redis promises no order across connections, and Valkey changed
+# the test for its I/O threads (valkey#758) to wait until CLIENT LIST shows
+# that EXEC has run before the LPUSH. The same wait is put in here, for both
+# servers, and said; an unchanged test file fails the run rather than flake.
+stopgap() {
+	local file=$1/tests/unit/type/list.tcl
+	awk '
+		/test "BRPOPLPUSH does not affect WATCH while still blocked"/ {inside = 1}
+		{print}
+		inside && /^[ \t]*\$watching_client exec[ \t]*$/ {
+			print "        # redis-suite.sh: wait until EXEC has run, as valkey#758 does."
+			print "        wait_for_condition 100 10 {"
+			print "            [llength [lsearch -all [split [string trim [r client list]] \"\\r\\n\"] *cmd=exec*]] == 1"
+			print "        } else {"
+			print "            fail \"EXEC did not run\""
+			print "        }"
+			inside = 0; n++
+		}
+		END {if (n != 1) exit 1}
+	' "$file" >"$file.stopgap" || {
+		echo "redis-suite: $file no longer has the WATCH test this script changes; update the stopgap" >&2
+		exit 1
+	}
+	mv "$file.stopgap" "$file"
+	echo "redis-suite: stopgap (issue 50, item 0): \"BRPOPLPUSH does not affect WATCH while still blocked\" waits until CLIENT LIST shows EXEC has run before its LPUSH (valkey#758's change), against both servers"
+}
+
 if [[ $(redis-server --version) != *v=7.0.15* ]]; then
 	echo "redis-suite: redis-server is not 7.0.15: $(redis-server --version)" >&2
 	exit 1
 fi
+stopgap "$src"
 go build -o "$work/server" .
 
 # start runs a server (ours or redis) and sets server (its pid) and port.

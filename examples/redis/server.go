@@ -88,9 +88,10 @@ type command struct {
 type cmdFlags uint8
 
 const (
-	cmdWrite    cmdFlags = 1 << iota // touches keys (for nothing but documentation here)
-	cmdNoMulti                       // runs at once inside MULTI: EXEC, DISCARD, MULTI, WATCH
-	cmdBlocking                      // may block: never inside MULTI
+	cmdWrite     cmdFlags = 1 << iota // touches keys (for nothing but documentation here)
+	cmdNoMulti                        // runs at once inside MULTI: EXEC, DISCARD, MULTI, WATCH
+	cmdBlocking                       // may block: never inside MULTI
+	cmdContainer                      // has subcommands (CLIENT LIST): named parent|sub, as Redis 7.0
 )
 
 var commands map[string]*command
@@ -107,6 +108,9 @@ func (s *server) exec(c *client, args [][]byte) {
 	s.stats.commands.Add(1)
 	name := strings.ToLower(string(args[0]))
 	cmd := commands[name]
+	if !c.inExec { // EXEC's own commands leave it at exec, as Redis's execCommand
+		c.lastCmd = lastCommand(cmd, args)
+	}
 	if cmd == nil {
 		c.flagMultiError()
 		c.w.err(unknownCommand(args))
@@ -123,6 +127,23 @@ func (s *server) exec(c *client, args [][]byte) {
 		return
 	}
 	cmd.run(s, c, args)
+}
+
+// lastCommand is the name CLIENT LIST shows as a client's cmd= once it has
+// sent args, as Redis 7.0 names its lastcmd: set when the command is looked
+// up (queued inside MULTI, run, or refused for its arity; not for the
+// commands EXEC runs), "NULL" for an unknown command, and parent|sub for a
+// command with subcommands. exec sets it under the server's lock, so CLIENT
+// LIST shows cmd=exec only once EXEC has run (redis-suite.sh's stopgap waits
+// for that).
+func lastCommand(cmd *command, args [][]byte) string {
+	switch {
+	case cmd == nil:
+		return "NULL"
+	case cmd.flags&cmdContainer != 0 && len(args) > 1:
+		return cmd.name + "|" + strings.ToLower(string(args[1]))
+	}
+	return cmd.name
 }
 
 // unknownCommand is Redis 7.0's reply to a command it does not know.
