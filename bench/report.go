@@ -164,7 +164,7 @@ var headline = map[string][]struct {
 		{"peak_rss_mb", "peak RSS MB", false}, {"lost", "lost", false}, {"ended_twice", "ended twice", false}},
 	"W9race": {{"cpu_us_per_item", "CPU µs per item", true}, {"lat_p50_ms", "push-to-receive p50 ms", false}, {"lat_p99_ms", "p99 ms", true}, {"lat_p999_ms", "p99.9 ms", false},
 		{"lost", "lost", false}, {"twice", "delivered twice", false}, {"expired", "waits expired", false}, {"expired_while_queued", "expired with an item queued > 1 ms", false}},
-	"W5": {{"completed_pct", "completed % (≈40 expected)", false}, {"expired_pct", "expired %", false}, {"lost", "lost", false}, {"ended_twice", "ended twice", false}, {"cpu_s", "CPU s", true}, {"peak_rss_mb", "peak RSS MB", true}, {"lag_p50_ms", "completion lag p50 ms", false}, {"lag_p99_ms", "lag p99 ms", true}, {"lag_p999_ms", "lag p99.9 ms", true}, {"arrivals_behind_ms", "arrivals behind ms", false}},
+	"W5": {{"completed_pct", "completed % (≈40 expected)", false}, {"expired_pct", "expired %", false}, {"lost", "lost", false}, {"ended_twice", "ended twice", false}, {"cpu_s", "CPU s", true}, {"peak_rss_mb", "peak RSS MB", true}, {"lag_p50_ms", "completion lag p50 ms", false}, {"lag_p99_ms", "lag p99 ms", true}, {"lag_p999_ms", "lag p99.9 ms", true}, {"arrivals_behind_ms", "arrivals behind ms", false}, {"driver_wakeups_per_s", "driver wake-ups/s", false}},
 }
 
 var descriptions = map[string]string{

@@ -108,6 +108,13 @@ func (l lib) add(r *request, key int, timeout time.Duration) {
 func (l lib) check(key int) { l.p.CheckAndComplete(key) }
 func (l lib) close()        { l.p.Close() }
 
+// wheelWakeups is how often the purgatory's wheel's driver has woken
+// (timingwheel.Stats.Wakeups), for W5's driver_wakeups_per_s.
+func (l lib) wheelWakeups() int64 { return l.p.TimingWheel().Stats().Wakeups }
+
+// wakeupCounter is a system whose timers are on this library's wheel.
+type wakeupCounter interface{ wheelWakeups() int64 }
+
 // admitting is the purgatory with backpressure: add waits in Admit while the
 // purgatory is at its bound, and counts that wait against the timeout.
 type admitting struct{ lib }
@@ -227,6 +234,12 @@ func w5(d delayed, rate, keys int, length time.Duration, open bool) result {
 		t.open = newIntake()
 	}
 
+	wakes, _ := d.(wakeupCounter)
+	var wakes0 int64
+	if wakes != nil {
+		wakes0 = wakes.wheelWakeups()
+	}
+	began := time.Now()
 	cpu0 := cpuTime()
 	t.run(n, length, 5)
 	select {
@@ -234,6 +247,7 @@ func w5(d delayed, rate, keys int, length time.Duration, open bool) result {
 	case <-time.After(w5Timeout + 30*time.Second):
 	}
 	cpu := cpuTime() - cpu0
+	wall := time.Since(began)
 
 	lagMu.Lock()
 	defer lagMu.Unlock()
@@ -274,6 +288,9 @@ func w5(d delayed, rate, keys int, length time.Duration, open bool) result {
 		"goodput_per_s":  goodput(t, length),
 		"cpu_us_per_req": cpu.Seconds() * 1e6 / float64(n),
 		"keeps_up":       keepsUp,
+	}
+	if wakes != nil { // the driver's wake-ups a second, arrivals and expiries included
+		m["driver_wakeups_per_s"] = float64(wakes.wheelWakeups()-wakes0) / wall.Seconds()
 	}
 	if open {
 		m["intake_late_p50_ms"] = t.lateIntake.quantileMs(0.5)

@@ -149,12 +149,12 @@ func TestTimingWheelCollector(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		obs := metrics.NewTimingWheelObserver([]float64{0.0005, 0.001})
 		var panics atomic.Int32
-		tw, err := timingwheel.New(timingwheel.WithObserver(obs), timingwheel.WithPanicHandler(func(any) { panics.Add(1) }))
+		tw, err := timingwheel.New(timingwheel.WithShards(1), timingwheel.WithObserver(obs), timingwheel.WithPanicHandler(func(any) { panics.Add(1) })) // one shard: the driver's wake-ups do not depend on the P the test runs on
 		require.NoError(t, err)
 		tw.AfterFunc(time.Millisecond, func() {})
 		tw.AfterFunc(2*time.Millisecond+200*time.Microsecond, func() { panic("boom") })
 		tw.AfterFunc(time.Hour, func() {})
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // the driver wakes at 1 ms, at 2 ms (the bucket of 2.2 ms), at 2.2 ms: 3 wake-ups (the first AfterFunc's token came before it slept)
 		synctest.Wait()
 
 		c := metrics.NewTimingWheelCollector(tw, "main", metrics.WithLatenessHistogram(obs))
@@ -162,6 +162,9 @@ func TestTimingWheelCollector(t *testing.T) {
 # HELP timingwheel_callback_panics_total Panics recovered from timer callbacks.
 # TYPE timingwheel_callback_panics_total counter
 timingwheel_callback_panics_total{wheel="main"} 1
+# HELP timingwheel_driver_wakeups_total Wake-ups of the wheel's driver goroutine from its sleep: at a deadline, or woken for a sooner one.
+# TYPE timingwheel_driver_wakeups_total counter
+timingwheel_driver_wakeups_total{wheel="main"} 3
 # HELP timingwheel_fired_total Timers whose time came and that were handed to the executor.
 # TYPE timingwheel_fired_total counter
 timingwheel_fired_total{wheel="main"} 2
@@ -171,7 +174,7 @@ timingwheel_pending_timers{wheel="main"} 1
 # HELP timingwheel_rejected_timers_total Timers scheduled after the wheel was stopped; they never run.
 # TYPE timingwheel_rejected_timers_total counter
 timingwheel_rejected_timers_total{wheel="main"} 0
-`), "timingwheel_callback_panics_total", "timingwheel_fired_total", "timingwheel_pending_timers", "timingwheel_rejected_timers_total"))
+`), "timingwheel_callback_panics_total", "timingwheel_driver_wakeups_total", "timingwheel_fired_total", "timingwheel_pending_timers", "timingwheel_rejected_timers_total"))
 		require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(`
 # HELP timingwheel_lateness_seconds How long after its deadline each timer was handed to the executor.
 # TYPE timingwheel_lateness_seconds histogram

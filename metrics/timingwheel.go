@@ -33,7 +33,7 @@ type wheelCollector struct {
 	src                              TimingWheelStats
 	name                             string
 	pending, fired, panics, rejected *prometheus.Desc
-	busy, queued, oldest             *prometheus.Desc
+	busy, queued, oldest, wakeups    *prometheus.Desc
 	lateness, startLateness          *prometheus.Desc // nil without WithLatenessHistogram
 	obs                              *TimingWheelObserver
 }
@@ -51,6 +51,7 @@ type wheelCollector struct {
 //	timingwheel_busy_callbacks              gauge     callbacks running (Stats.Busy)
 //	timingwheel_queued_callbacks            gauge     callbacks handed over, not started (Stats.Queued)
 //	timingwheel_oldest_queued_seconds       gauge     how late the next queued callback already is (Stats.OldestQueued)
+//	timingwheel_driver_wakeups_total        counter   the driver's wake-ups from its sleep (Stats.Wakeups)
 //	timingwheel_lateness_seconds            histogram deadline to hand-off (WithLatenessHistogram)
 //	timingwheel_start_lateness_seconds      histogram deadline to the callback's start (WithLatenessHistogram)
 //
@@ -77,6 +78,8 @@ func NewTimingWheelCollector(tw TimingWheelStats, name string, opts ...TimingWhe
 			"Callbacks handed to the executor and not yet started.", nil, labels),
 		oldest: prometheus.NewDesc("timingwheel_oldest_queued_seconds",
 			"How long past its deadline the next queued callback is; 0 if none is queued.", nil, labels),
+		wakeups: prometheus.NewDesc("timingwheel_driver_wakeups_total",
+			"Wake-ups of the wheel's driver goroutine from its sleep: at a deadline, or woken for a sooner one.", nil, labels),
 	}
 	for _, o := range opts {
 		o(c)
@@ -98,6 +101,7 @@ func (c *wheelCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.busy
 	ch <- c.queued
 	ch <- c.oldest
+	ch <- c.wakeups
 	if c.lateness != nil {
 		ch <- c.lateness
 		ch <- c.startLateness
@@ -113,6 +117,7 @@ func (c *wheelCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.busy, prometheus.GaugeValue, float64(s.Busy))
 	ch <- prometheus.MustNewConstMetric(c.queued, prometheus.GaugeValue, float64(s.Queued))
 	ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, s.OldestQueued.Seconds())
+	ch <- prometheus.MustNewConstMetric(c.wakeups, prometheus.CounterValue, float64(s.Wakeups))
 	if c.obs != nil {
 		ch <- snapshot(c.obs.hist, c.lateness)
 		ch <- snapshot(c.obs.start, c.startLateness)

@@ -50,7 +50,9 @@ func (tw *TimingWheel) drive() {
 		}
 		select {
 		case <-ring:
+			tw.wakeups.Add(1)
 		case <-tw.wake:
+			tw.wakeups.Add(1)
 			sleep.Stop()
 		case <-tw.quit:
 			sleep.Stop()

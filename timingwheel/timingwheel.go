@@ -102,7 +102,8 @@ type TimingWheel struct {
 	fired    atomic.Int64
 	panics   atomic.Int64
 	rejected atomic.Int64
-	warned   atomic.Bool // the first rejected timer has been logged
+	wakeups  atomic.Int64 // the driver's, from its sleep: Stats.Wakeups
+	warned   atomic.Bool  // the first rejected timer has been logged
 }
 
 // New returns a running TimingWheel: its driver goroutine runs timers as they
@@ -343,6 +344,13 @@ type Stats struct {
 	Fired    int64 // timers whose time came and were handed to the executor
 	Panics   int64 // callbacks that panicked (recovered)
 	Rejected int64 // timers scheduled after Stop, which never run
+	// Wakeups counts the driver goroutine's wake-ups from its sleep: at the
+	// deadline it slept for, or woken sooner for a timer armed to fire
+	// before it. Each costs a thread wake-up and pushes a runnable goroutine
+	// out of its P's next slot; a wheel whose timers are mostly stopped
+	// should wake about as often as timers fire, not once a tick.
+	// AdvanceClock's waits are not counted.
+	Wakeups int64
 
 	Busy   int // callbacks running now: at most the pool's bound, or 1 inline
 	Queued int // callbacks handed to the executor and not yet started
@@ -360,6 +368,7 @@ func (tw *TimingWheel) Stats() Stats {
 		Fired:    tw.fired.Load(),
 		Panics:   tw.panics.Load(),
 		Rejected: tw.rejected.Load(),
+		Wakeups:  tw.wakeups.Load(),
 		Busy:     l.busy,
 		Queued:   l.queued,
 	}
