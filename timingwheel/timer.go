@@ -41,8 +41,10 @@ type Timer struct {
 //	inNear   Linked in w.near, because the tick when falls in has begun, and
 //	         listed in w.nearHeap at when. Counted in w.count. Stop and Reset
 //	         leave the heap entry behind: an entry whose timer is no longer
-//	         inNear with the same when is stale and is skipped when popped (the
-//	         runtime's timerModified follows the same rule).
+//	         inNear with the same when is stale: skipped when popped, and
+//	         dropped once it reaches the head of the heap, before the driver
+//	         plans a wake-up for it (wheel.next; the runtime's timerModified
+//	         follows the same rule).
 //	handed   Taken out of the wheel at its deadline and handed to the executor,
 //	         whose call of h.Fire may not have started yet. Not linked, not
 //	         counted. A recurring timer is handed between a run's start and

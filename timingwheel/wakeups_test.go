@@ -1,6 +1,7 @@
 package timingwheel_test
 
 import (
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -35,5 +36,27 @@ func TestWakeupsCounted(t *testing.T) {
 		require.EqualValues(t, 2, wakeups(tw), "its deadline")
 		time.Sleep(time.Hour)
 		require.EqualValues(t, 2, wakeups(tw), "idle again")
+	})
+}
+
+// The driver does not wake for a deadline whose timer was stopped before it
+// planned its sleep: with three timers within the first tick and the middle
+// one stopped, it wakes for the token, the first and the last (3), not for
+// the stopped one's deadline between them.
+func TestNoWakeupForAStaleDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tw, err := timingwheel.New(timingwheel.WithShards(1))
+		require.NoError(t, err)
+		defer tw.Stop()
+		time.Sleep(time.Second) // the driver asleep, so the first arm's token counts
+		var fired atomic.Int32
+		tw.AfterFunc(300*time.Microsecond, func() { fired.Add(1) })
+		stopped := tw.AfterFunc(400*time.Microsecond, func() { fired.Add(1) })
+		tw.AfterFunc(600*time.Microsecond, func() { fired.Add(1) })
+		require.EqualValues(t, 1, wakeups(tw), "the token")
+		require.True(t, stopped.Stop())
+		time.Sleep(time.Millisecond)
+		require.EqualValues(t, 2, fired.Load())
+		require.EqualValues(t, 3, wakeups(tw), "the token, 300 µs and 600 µs; not 400 µs")
 	})
 }

@@ -207,22 +207,33 @@ func (w *wheel) poll(now instant, due []job) []job {
 	}
 	w.advanceClock(tick)
 	for len(w.nearHeap) > 0 && instant(w.nearHeap[0].Key) <= now {
-		n := w.nearHeap.Pop()
-		// A stale entry's timer may have moved to another shard since; its
-		// fields are then that shard's to guard, and not ours to read.
-		if t := n.Value; t.sh.Load() == w.home && t.state == inNear && t.when == instant(n.Key) {
-			bucket.Remove(t)
-			due = w.hand(t, due)
+		if n := w.nearHeap.Pop(); w.live(n) {
+			bucket.Remove(n.Value)
+			due = w.hand(n.Value, due)
 		}
 	}
 	return due
 }
 
+// live reports whether an entry of near's heap still stands for its timer:
+// the timer lives on this wheel's shard, is inNear, and has the deadline the
+// entry was pushed with. Stop and Reset leave entries behind (see timer's
+// states); a stale entry's timer may have moved to another shard since, so
+// its fields are then that shard's to guard, and not ours to read: sh first.
+func (w *wheel) live(n minheap.Entry[*timer]) bool {
+	t := n.Value
+	return t.sh.Load() == w.home && t.state == inNear && t.when == instant(n.Key)
+}
+
 // next returns when the wheel must next be polled: the earliest of the next
 // bucket's tick and the earliest deadline in near. ok is false if nothing is
-// pending. The buckets every timer has left are dropped first (dropEmpty).
+// pending. What no timer waits for any more is dropped first: the buckets
+// every timer has left (dropEmpty) and the stale entries at the head of
+// near's heap (dropStale), so that the driver never plans a wake-up for
+// them.
 func (w *wheel) next() (at instant, ok bool) {
 	w.dropEmpty()
+	w.dropStale()
 	tick, ok := w.queue.Peek()
 	at = w.startOf(tick)
 	if len(w.nearHeap) > 0 {
@@ -251,6 +262,18 @@ func (w *wheel) dropEmpty() {
 		}
 		w.queue.Poll(tick)
 		b.SetExpiration(bucket.NoExpiration)
+	}
+}
+
+// dropStale pops the entries at the head of near's heap that no longer
+// stand for their timer (live): those of timers stopped, reset or handed
+// since they were pushed. Without it a stopped timer's deadline woke the
+// driver for nothing: a purgatory's operations completed within their first
+// tick, and a pool's waits of 50 to 500 µs, each left one (issue 51). The
+// entries behind a live head stay until they reach it.
+func (w *wheel) dropStale() {
+	for len(w.nearHeap) > 0 && !w.live(w.nearHeap[0]) {
+		w.nearHeap.Pop()
 	}
 }
 

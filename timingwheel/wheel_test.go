@@ -255,3 +255,32 @@ func TestWheelDropsEmptyBuckets(t *testing.T) {
 	require.True(t, w.levels[0].buckets[w.tickOf(later.when)%1024].Expiration() == w.tickOf(later.when), "on level 0, in its own tick's bucket")
 	require.Equal(t, map[*timer]instant{later: later.when}, runUntilEmpty(t, w, hour))
 }
+
+// Entries of near's heap whose timers were stopped, reset or handed since
+// are not waited for: next skips to the first live deadline, and drops the
+// stale entries it passed. A timer reset to a later deadline in near is
+// waited for at its new deadline only.
+func TestWheelNextSkipsStaleNearEntries(t *testing.T) {
+	w := newWheel(time.Millisecond, 1024)
+	a, b, c := newEntry(300*time.Microsecond), newEntry(400*time.Microsecond), newEntry(600*time.Microsecond)
+	for _, e := range []*timer{a, b, c} {
+		w.insert(e)
+		require.Equal(t, inNear, e.state, "within the current tick")
+	}
+	w.stop(a)
+	b.when = 800 * instant(time.Microsecond) // Reset, as arm does it: a new entry, the old one stale
+	w.insert(b)
+	next, ok := w.next()
+	require.True(t, ok)
+	require.Equal(t, c.when, next, "a's entry and b's old one are not waited for")
+	require.Len(t, w.nearHeap, 2, "the two stale entries at the head dropped: c's and b's new one left")
+
+	w.stop(c)
+	next, ok = w.next()
+	require.True(t, ok)
+	require.Equal(t, b.when, next)
+	w.stop(b)
+	_, ok = w.next()
+	require.False(t, ok, "nothing pending, nothing to wake for")
+	require.Empty(t, w.nearHeap)
+}
