@@ -9,10 +9,14 @@ import (
 
 // The driver is Kafka's reaper without the polling: one goroutine that polls
 // the wheel, hands what is due to the executor, and sleeps on one reusable
-// time.Timer until the wheel's next deadline, or until a token on wake says
-// that a timer scheduled meanwhile is due sooner (tokio's driver works the
-// same way). It holds a shard's mu only while it polls that shard, and polls
-// only the shards whose time has come (shard.go).
+// time.Timer until the wheel's next deadline. It wakes only when something
+// is due: a timer armed meanwhile that is due sooner re-arms that time.Timer
+// where it sleeps (wakeFor) instead of waking it to plan again, and a Stop
+// of the near deadline it sleeps for moves its wake-up on (postpone); each
+// needless wake-up costs a thread wake and pushes a runnable goroutine out
+// of its P's next slot (issue 51). It holds a shard's mu only while it
+// polls that shard, and polls only the shards whose time has come
+// (shard.go).
 //
 // It hands due timers to the executor instead of running one itself: with the
 // pool, the worker it starts runs on the same P as soon as the driver parks,
@@ -25,16 +29,13 @@ import (
 // forever is the wait of a driver that sleeps until woken.
 const forever time.Duration = math.MaxInt64
 
-func (tw *TimingWheel) drive() {
+func (tw *TimingWheel) drive(sleep *time.Timer) {
 	defer close(tw.done)
-	sleep := time.NewTimer(time.Hour)
-	sleep.Stop()
 	var due []job
 	for {
-		var wait time.Duration
 		var ok bool
 		var now instant
-		due, now, wait, ok = tw.advance(due[:0])
+		due, now, _, ok = tw.advance(due[:0])
 		if !ok {
 			return // stopped
 		}
@@ -43,13 +44,9 @@ func (tw *TimingWheel) drive() {
 			clear(due) // drop the references until the next batch
 			continue   // look again: time passed while handing them over
 		}
-		var ring <-chan time.Time
-		if wait != forever {
-			sleep.Reset(wait)
-			ring = sleep.C
-		}
+		tw.plan()
 		select {
-		case <-ring:
+		case <-sleep.C:
 			tw.wakeups.Add(1)
 		case <-tw.wake:
 			tw.wakeups.Add(1)
@@ -58,6 +55,47 @@ func (tw *TimingWheel) drive() {
 			sleep.Stop()
 			return
 		}
+	}
+}
+
+// plan arms the driver's sleep for sleepUntil: the instant its last look
+// published (nextLook), or one that a register brought forward (wakeFor) or
+// a Stop moved on (postpone) since. When nothing is pending the timer is
+// stopped, and the driver sleeps until a register arms it again: it always
+// waits on the timer's channel, which is how it is woken.
+func (tw *TimingWheel) plan() {
+	tw.sleepMu.Lock()
+	defer tw.sleepMu.Unlock()
+	if at := instant(tw.sleepUntil.Load()); at != never {
+		tw.sleep.Reset(at.until(tw.now()))
+	} else {
+		tw.sleep.Stop()
+	}
+}
+
+// postpone moves the driver's wake-up on after a Stop took out of a shard
+// the deadline the driver was to wake for at old (shard.stop). If the
+// driver still plans to look at old, it publishes the next instant any
+// shard is due, by nextLook's handshake (a timer armed meanwhile is either
+// seen there or sees the new instant and brings the sleep forward), and
+// re-arms the driver's sleep for it. A driver that woke at old meanwhile
+// finds nothing due and plans again: a lost race costs the one wake-up that
+// every stop cost before. AdvanceClock's waits are not moved.
+func (tw *TimingWheel) postpone(old instant) {
+	if instant(tw.sleepUntil.Load()) != old {
+		return // the driver plans otherwise already
+	}
+	tw.sleepMu.Lock()
+	defer tw.sleepMu.Unlock()
+	if tw.sleep == nil || tw.stopped() || instant(tw.sleepUntil.Load()) != old {
+		return
+	}
+	switch at := tw.nextLook(); {
+	case at == old:
+	case at == never:
+		tw.sleep.Stop()
+	default:
+		tw.sleep.Reset(at.until(tw.now()))
 	}
 }
 

@@ -51,8 +51,9 @@ import (
 // find out when to wake (the mistake tokio reverted, tokio-rs/tokio#7226):
 // each shard publishes in next when it must next be polled, the driver reads
 // those words without a lock and polls only the shards that are due, and a
-// timer armed that makes its shard due sooner than the driver will look sends it
-// a token (the handshake is at TimingWheel.sleepUntil).
+// timer armed that makes its shard due sooner than the driver will look
+// brings the driver's sleep forward (the handshake is at
+// TimingWheel.sleepUntil).
 
 // shard is one of a TimingWheel's wheels, padded by internal/cacheline's
 // rule: each is written by the goroutines of its own P.
@@ -114,6 +115,37 @@ func (sh *shard) register(t *timer) {
 		sh.next.Store(int64(at))
 		sh.tw.wakeFor(at)
 	}
+}
+
+// stop takes t out of the shard's wheel and reports whether it was pending.
+// If t's deadline in near was what the shard's next waited for, next moves
+// on to what is due after it, and moved says so, with old, the instant next
+// had: the caller, once it has let go of mu, moves the driver's wake-up on
+// from old (TimingWheel.postpone). A stop costs two loads and a compare
+// more; the new next is looked up only when it can have moved.
+//
+// A bucket that a stop empties keeps its place in the delay queue until the
+// driver next plans (dropEmpty), so a driver already asleep for it wakes
+// once for nothing: at most once per bucket it slept for, about once a
+// second for timeouts of a second, all stopped. Moving that wake-up too
+// would take the bucket out of the queue at the stop and offer it again at
+// the next arm, a heap pop, a push and an allocation on every Reset+Stop of
+// a lone timer. The caller holds mu.
+func (sh *shard) stop(t *timer) (pending bool, old instant, moved bool) {
+	head := t.state == inNear && int64(t.when) == sh.next.Load()
+	if pending = sh.w.stop(t); !pending || !head {
+		return pending, 0, false
+	}
+	old = instant(sh.next.Load())
+	at, ok := sh.w.next()
+	if !ok {
+		at = never
+	}
+	if at <= old {
+		return true, old, false
+	}
+	sh.next.Store(int64(at))
+	return true, old, true
 }
 
 // collect takes out of the shard what is due at now, appending it to due, and

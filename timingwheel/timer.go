@@ -246,8 +246,11 @@ func (t *Timer) Stop() bool {
 		return false
 	}
 	sh := t.t.lock()
-	ok := sh.w.stop(&t.t)
+	ok, old, moved := sh.stop(&t.t)
 	sh.mu.Unlock()
+	if moved {
+		sh.tw.postpone(old)
+	}
 	return ok
 }
 

@@ -66,7 +66,9 @@ const (
 //
 // Lock order: mu, the wheel's lifecycle lock, before any shard's mu; a shard's
 // mu alone from arming a timer to handing it to the executor, and never two
-// shards' at once; the executor's own lock after those are released.
+// shards' at once; sleepMu, the driver's sleep, after a shard's mu (an arm
+// that brings the sleep forward) or alone, and no other lock taken under it;
+// the executor's own lock after those are released.
 type TimingWheel struct {
 	shards []shard // immutable slice; each shard guards itself
 	start  time.Time
@@ -77,19 +79,32 @@ type TimingWheel struct {
 	done      chan struct{}        // closed by the driver that sees the wheel stopped; nil if none was started
 	afterStop funcSet              // AfterStop's functions, until Stop starts them; guarded by mu
 	quit      chan struct{}        // closed by Stop
-	wake      chan struct{}        // capacity 1: a token means "look again"
+	wake      chan struct{}        // capacity 1: a token means "look again" (to AdvanceClock: the driver's sleep is re-armed instead)
 	_         [cacheline.Size]byte // the words above are read by every arm (shards, start, state); sleepUntil, which the driver writes, is kept off their lines
 	// sleepUntil is when the driver (or a waiting AdvanceClock) will next
 	// look at the shards. The handshake that loses no wake-up: a register
-	// lowers its shard's next and then reads sleepUntil, sending a token on
-	// wake if its instant is earlier; the driver stores sleepUntil and then
-	// reads every shard's next again (nextLook). Of two such store-then-load
-	// pairs on sequentially consistent atomics, at least one load sees the
-	// other's store, so either the token is sent or the driver sees the
-	// shard due.
+	// lowers its shard's next and then reads sleepUntil, bringing the
+	// driver's sleep forward if its instant is earlier (wakeFor); the
+	// driver stores sleepUntil and then reads every shard's next again,
+	// until what it stored is no later than any (nextLook). Of two such
+	// store-then-load pairs on sequentially consistent atomics, at least one
+	// load sees the other's store, so either the register brings the sleep
+	// forward or the driver sees the shard due.
 	sleepUntil atomic.Int64
-	_          [cacheline.Size]byte
-	inflight   inflight.Counter // callbacks and AfterStop functions started and not yet returned
+	// sleep is the driver's timer, made by Start (nil on a wheel that
+	// AdvanceClock drives, which a register sends a token on wake instead).
+	// sleepMu serializes arming it with the stores to sleepUntil of the
+	// goroutines that are not the driver: the driver arms it for sleepUntil
+	// before it sleeps (plan), a register that needs it sooner lowers
+	// sleepUntil and re-arms it (wakeFor), and a Stop that took out the
+	// deadline it was to wake for moves sleepUntil on and re-arms it
+	// (postpone). So while the driver sleeps, its timer is armed for
+	// sleepUntil. Lock order: a shard's mu is never held while sleepMu is
+	// taken by a Stop; a register takes it under its shard's mu.
+	sleepMu  sync.Mutex
+	sleep    *time.Timer // guarded by sleepMu
+	_        [cacheline.Size]byte
+	inflight inflight.Counter // callbacks and AfterStop functions started and not yet returned
 
 	onPanic  func(recovered any)
 	observer Observer
@@ -167,7 +182,12 @@ func (tw *TimingWheel) Start() error {
 	}
 	tw.state.Store(int32(running))
 	tw.done = make(chan struct{})
-	go tw.drive()
+	sleep := time.NewTimer(time.Hour)
+	sleep.Stop()
+	tw.sleepMu.Lock()
+	tw.sleep = sleep
+	tw.sleepMu.Unlock()
+	go tw.drive(sleep)
 	return nil
 }
 
@@ -396,10 +416,26 @@ func (tw *TimingWheel) warn() {
 	}
 }
 
-// wakeFor wakes the driver (or a waiting AdvanceClock) if it would look
-// later than at; see sleepUntil.
+// wakeFor makes the driver (or a waiting AdvanceClock) look at the shards
+// by at if it would look later; see sleepUntil. The driver's sleep is
+// brought forward where it is: sleepUntil lowered and its timer re-armed,
+// under sleepMu, so that the timer is never armed later than sleepUntil.
+// A token would wake it at once, a thread woken only to plan again, and
+// pushed a runnable goroutine out of its P's next slot; after a Stop moved
+// the wake-up on (postpone), every re-arm would have cost one. AdvanceClock,
+// which sleeps on a timer of its own, is sent the token.
 func (tw *TimingWheel) wakeFor(at instant) {
-	if int64(at) < tw.sleepUntil.Load() {
+	if int64(at) >= tw.sleepUntil.Load() {
+		return
+	}
+	tw.sleepMu.Lock()
+	sleep := tw.sleep
+	if sleep != nil && int64(at) < tw.sleepUntil.Load() {
+		tw.sleepUntil.Store(int64(at))
+		sleep.Reset(at.until(tw.now()))
+	}
+	tw.sleepMu.Unlock()
+	if sleep == nil {
 		select {
 		case tw.wake <- struct{}{}:
 		default:
