@@ -95,5 +95,5 @@ func (p *Purgatory[K]) TryCompleteElseWatchAt(op Operation, at ...Level[K]) bool
 	return p.add(op, o, func() (distinct int) {
 		// watchAt reports false once o has ended from outside meanwhile.
 		return eachDistinctLevel(at, func(key K, level int64) bool { return p.watchers.watchAt(o, key, level) })
-	})
+	}, nil)
 }

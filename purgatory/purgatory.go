@@ -114,16 +114,26 @@ func (p *Purgatory[K]) TryCompleteElseWatch(op Operation, keys ...K) bool {
 	return p.add(op, o, func() (distinct int) {
 		// watch reports false once o has ended from outside meanwhile.
 		return eachDistinct(keys, func(key K) bool { return p.watchers.watch(o, key) })
-	})
+	}, nil)
 }
 
 // add is TryCompleteElseWatch's contract, for plain and level watches alike:
 // watch links o under its keys (until it finds o decided) and returns how many
-// distinct keys it linked.
-func (p *Purgatory[K]) add(op Operation, o *Op, watch func() (distinct int)) bool {
+// distinct keys it linked. With parked (TryCompleteElsePark), the use is
+// bound with its timeout's pin, parked is told its generation before the use
+// can end, and nothing is armed: its waiter times it (park.go).
+func (p *Purgatory[K]) add(op Operation, o *Op, watch func() (distinct int), parked func(gen)) bool {
 	o.mustHaveTimeout(op)
-	if !o.bind(op, &p.core, p.tw) {
+	var pin int64
+	if parked != nil {
+		pin = armedBit
+	}
+	g, bound := o.bind(op, &p.core, p.tw, pin)
+	if !bound {
 		return false // ended by ForceComplete before it was ever added
+	}
+	if parked != nil {
+		parked(g) // the try bit is held: the use cannot end before this
 	}
 	try := firstTries{o: o, impl: op, held: true} // no other try of o runs until try.conclude
 	defer try.undo()                              // if TryComplete panics
@@ -139,7 +149,7 @@ func (p *Purgatory[K]) add(op Operation, o *Op, watch func() (distinct int)) boo
 	solo := false
 	if !ok {
 		solo = watch() == 1 // from now on, only its key's walk tries it
-		if ok = try.try(); !ok && !o.decided() {
+		if ok = try.try(); !ok && !o.decided() && parked == nil {
 			o.arm()
 		}
 	}

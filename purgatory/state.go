@@ -427,13 +427,14 @@ func leaveMove(s int64) (next int64, again, all bool) {
 // The moves' compare-and-swap loops, each on the word it moves. A loop whose
 // move changes nothing returns without a write.
 
-// bindState starts the operation's next use with the bits of set (bind).
+// bindState starts the operation's next use with the bits of set (bind), and
+// returns the state it left: the new use's, if it started one.
 func (o *Op) bindState(set int64) (bindResult, int64) {
 	for {
 		s := o.state.Load()
 		next, r := bindMove(s, set)
 		if next == s || o.state.CompareAndSwap(s, next) {
-			return r, s
+			return r, next
 		}
 	}
 }
@@ -567,6 +568,13 @@ func (o *Op) recycle(s int64) {
 }
 
 // Reads of the state.
+
+// parkedOn reports whether use g is current and its parked waiter has not
+// let go of it (park.go: the waiter holds the timeout's pin until it leaves).
+func (o *Op) parkedOn(g gen) bool {
+	s := o.state.Load()
+	return genOf(s) == g && s&armedBit != 0
+}
 
 // Outcome returns how the operation's last use ended, or Pending. Inside
 // OnComplete it tells which path ended it.

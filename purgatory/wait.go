@@ -31,6 +31,10 @@ import (
 // Closed. A panic in ready reaches the goroutine that tried it (the caller of
 // Wait, for the first tries).
 //
+// The wait times itself on the calling goroutine ([Purgatory.TryCompleteElsePark]),
+// so its timeout and ctx end it in one goroutine wake-up, and it follows the
+// runtime's clock, not a wheel made WithManualClock.
+//
 // A timeout of zero or less is a poll: ready is tried once, on the calling
 // goroutine, and Wait returns Completed if it passed, else Expired, at once
 // (Closed after Close, without a try); nothing is watched or counted, and ctx
@@ -49,13 +53,13 @@ func (p *Purgatory[K]) Wait(ctx context.Context, timeout time.Duration, ready fu
 	case timeout <= 0:
 		return p.poll(ready)
 	}
-	w := &waiter{ready: ready, done: make(chan struct{})}
+	w := &waiter{ready: ready}
 	w.Timeout, w.Context = timeout, ctx
-	if p.TryCompleteElseWatch(w, keys...) {
+	parked, done := p.TryCompleteElsePark(w, keys...)
+	if done {
 		return Completed
 	}
-	<-w.done
-	return w.Outcome()
+	return parked.Wait()
 }
 
 // poll is Wait with no time to wait: one try, at once.
@@ -69,13 +73,12 @@ func (p *Purgatory[K]) poll(ready func() bool) Outcome {
 	return Expired
 }
 
-// waiter is Wait's operation: OnComplete closes done, which Wait waits on.
+// waiter is Wait's operation, parked: Parked.Wait waits for it.
 type waiter struct {
 	Op
 	ready func() bool
-	done  chan struct{}
 }
 
 func (w *waiter) TryComplete() bool { return w.ready() }
-func (w *waiter) OnComplete()       { close(w.done) }
+func (w *waiter) OnComplete()       {}
 func (w *waiter) OnExpiration()     {}

@@ -27,7 +27,8 @@ import (
 // sweep (Shutdown's runs on a goroutine of its own, and is bounded by its
 // context); a timing-wheel worker for Expired (no other timeout of the wheel
 // fires once every worker is held); a context's AfterFunc goroutine for
-// ContextDone.
+// ContextDone; for a parked use (TryCompleteElsePark) that expired or saw its
+// context done, the caller of Parked.Wait.
 //
 // The purgatory samples the callbacks running once a second while some run,
 // and not at all otherwise (internal/stuck, as the wheel does): a callback
@@ -151,8 +152,8 @@ func (d *watchdog) quiet() bool {
 var runsIn = map[Outcome]string{
 	Completed:   "the CheckAndComplete, HandOff, Advance or TryCompleteElseWatch that completed it",
 	Forced:      "the ForceComplete or ForceCompleteForKey that ended it, or the call whose try it waited for",
-	Expired:     "a timing-wheel worker (no timeout of the wheel fires once every worker is held), or the call whose try it waited for",
-	ContextDone: "the goroutine of its context's AfterFunc, or the call whose try it waited for",
+	Expired:     "a timing-wheel worker (no timeout of the wheel fires once every worker is held), the Parked.Wait that timed it out, or the call whose try it waited for",
+	ContextDone: "the goroutine of its context's AfterFunc, the Parked.Wait that saw its context done, or the call whose try it waited for",
 	Closed:      "Close (or Shutdown's sweep, which its context bounds), or the call whose try it waited for",
 	Shed:        "the TryCompleteElseWatch that shed it",
 }

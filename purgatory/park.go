@@ -1,0 +1,214 @@
+package purgatory
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// A goroutine that waits for its own operation (a queue's Receive, a pool's
+// Acquire, Wait) can time the wait itself instead of arming the operation's
+// timeout on the wheel: TryCompleteElsePark adds the operation as
+// TryCompleteElseWatch does but arms nothing, and Parked.Wait selects on the
+// use's end, the operation's Context and a runtime timer of its own. When
+// the timer or the context fires first, the waiter claims the use, by its
+// generation (endAt), as the wheel's fire or the context's callback would,
+// and then waits for the end once more, since a try under way still wins.
+//
+// Why: on the wheel a timeout reaches its waiter in three goroutine
+// wake-ups (the runtime timer wakes the wheel's driver, the driver readies
+// a worker, the worker's OnComplete readies the waiter), each of which can
+// sit behind a run queue of busy goroutines; parked, it takes one, as a
+// time.Timer in a select does (issue 51: a pool's timeouts returned 6.9×
+// later at p99 than a channel pool's).
+//
+// The rules, step by step:
+//
+//  1. TryCompleteElsePark binds the use with its timeout's pin (armedBit)
+//     already set, and records its generation in the operation's parking
+//     before the use can end (the add holds the try bit until its last
+//     settle). So the use is not over, and the operation not recycled or
+//     used again, until the waiter lets go of that pin, last.
+//  2. complete, whoever runs it, takes the recorded generation (a
+//     compare-and-swap from g+1 to none) after the use's callbacks have
+//     returned, and if it took it, sends one token on the parking's
+//     channel, which holds one.
+//  3. The waiter's claim is claimAt of its own generation: a timer or a
+//     context that fires after the use ended finds it ended and claims
+//     nothing. A claim that wins completes the use on the waiter's
+//     goroutine (its callbacks, and a panic in them, are the caller's); one
+//     left for a try is completed by the try's holder; either way the token
+//     comes.
+//  4. The waiter leaves (leave) by the same compare-and-swap: if it takes
+//     the generation, no token will come; if complete took it, the token is
+//     sent or about to be (no user code between), and the waiter takes it.
+//     Then it stops its timer and lets go of the pin. So a token never
+//     outlives its use, and the next use's waiter never sees one.
+//  5. Nothing is armed on the wheel, so detach finds the pin but no timer to
+//     stop, and leaves the pin to the waiter.
+
+// parking is an operation's place to be waited for on its waiter's own
+// goroutine: made at its first TryCompleteElsePark, kept for its later uses.
+type parking struct {
+	// ended holds the token of rule 2.
+	ended chan struct{}
+	// use is the parked use's generation + 1 until complete or the waiter
+	// takes it (rules 2 and 4); 0 otherwise.
+	use atomic.Uint64
+	// timer is the waiter's timeout, a runtime timer reused by each use;
+	// only the waiter of the current use touches it.
+	timer *time.Timer
+}
+
+// endedUse is complete's rule 2, for use g.
+func (pk *parking) endedUse(g gen) {
+	if pk.use.CompareAndSwap(uint64(g)+1, 0) {
+		pk.ended <- struct{}{} // empty: its last token was taken before this use began (rule 4)
+	}
+}
+
+// leave is the waiter's rule 4 for use g; token tells whether the waiter has
+// the token already.
+func (pk *parking) leave(o *Op, g gen, token bool) {
+	if !token && !pk.use.CompareAndSwap(uint64(g)+1, 0) {
+		<-pk.ended // complete took the use: its token is sent or about to be
+	}
+	if pk.timer != nil {
+		pk.timer.Stop()
+	}
+	o.unpin(armedBit)
+}
+
+// Parked is a use of an operation added with [Purgatory.TryCompleteElsePark],
+// for the goroutine that waits for it: call Wait once, from one goroutine,
+// after letting go of the locks held around the add. The zero Parked is that
+// of an operation that completed at once; its Wait returns Completed.
+type Parked struct {
+	o        *Op
+	impl     Operation
+	g        gen
+	deadline time.Time // zero: no timeout
+	outcome  Outcome   // the add ended it already: Wait returns this
+}
+
+// TryCompleteElsePark is [Purgatory.TryCompleteElseWatch] for an operation
+// whose caller waits for it on its own goroutine, with [Parked.Wait]: a
+// queue's blocking receive, a pool's acquire. It tries op, watches it under
+// keys if it cannot complete yet, and returns at once, true if op completed
+// (Wait then returns Completed at once). Unlike TryCompleteElseWatch it arms
+// no timeout on the wheel and registers nothing on op.Context: the waiter
+// times itself, so that a timeout reaches it in one goroutine wake-up rather
+// than three (through the wheel's driver and a worker).
+//
+// So call it under the lock that guards what TryComplete takes (as
+// TryCompleteElseWatch), then unlock, then Wait. Until Wait is called,
+// op's timeout does not run: an operation nobody waits for stays watched
+// until an event, ForceComplete, Close or CancelForKey ends it. Use
+// TryCompleteElseWatch for operations that nobody parks on (a request
+// answered from a callback, examples/redis's blocked clients), and this
+// for those that a goroutine waits for anyway.
+//
+// op's Timeout counts from the return of TryCompleteElsePark and is timed
+// by a runtime timer (never early, as time.Timer), not by the purgatory's
+// wheel: a wheel made WithManualClock does not drive these waits.
+// Everything else is TryCompleteElseWatch's: the Timeout rules (zero
+// panics unless Context has a deadline; negative is a deadline already
+// passed; NoTimeout), Shed, Close, the misuses that panic, and reuse:
+// the operation may be passed again once its Recycle has run, which for a
+// parked use is, at the latest, in Wait.
+func (p *Purgatory[K]) TryCompleteElsePark(op Operation, keys ...K) (_ Parked, done bool) {
+	p.mustBeNew()
+	o := opOf(op, "TryCompleteElsePark")
+	if len(keys) == 0 {
+		panic("purgatory: TryCompleteElsePark called with no keys; an operation must be watched under at least one")
+	}
+	p.watchers.mustHashKeys(keys)
+	pk := o.parking()
+	var g gen
+	bound, returned := false, false
+	defer func() {
+		if bound && (done || !returned) { // completed at once, or TryComplete panicked: the use ended here
+			pk.leave(o, g, false)
+		}
+	}()
+	done = p.add(op, o, func() int {
+		return eachDistinct(keys, func(key K) bool { return p.watchers.watch(o, key) })
+	}, func(bg gen) { g, bound = bg, true; pk.use.Store(uint64(bg) + 1) })
+	returned = true
+	switch {
+	case done:
+		return Parked{outcome: Completed}, true
+	case !bound: // ended by ForceComplete before it was ever added
+		return Parked{outcome: o.Outcome()}, false
+	}
+	w := Parked{o: o, impl: op, g: g}
+	if o.Timeout != NoTimeout && o.Timeout != 0 {
+		w.deadline = time.Now().Add(o.Timeout)
+	}
+	return w, false
+}
+
+// parking returns the operation's parking, made at its first parked use.
+// Only the goroutine that passes the operation (its owner between uses)
+// calls it, before bind, whose compare-and-swap every later reader's load of
+// the state follows.
+func (o *Op) parking() *parking {
+	if o.park == nil {
+		o.park = &parking{ended: make(chan struct{}, 1)}
+	}
+	return o.park
+}
+
+// Wait waits for the parked use to end, on the calling goroutine, and
+// returns its Outcome: Completed, Forced, Closed, Cancelled or Shed as
+// TryCompleteElseWatch's operation would end; Expired once op.Timeout has
+// passed since TryCompleteElsePark returned, ContextDone once op.Context is
+// done, unless a try under way completes the use meanwhile (a try that
+// passes wins, as ever). An Expired or ContextDone use is ended here:
+// OnComplete (and OnExpiration after it, for Expired) run on this goroutine
+// before Wait returns, and a panic in them reaches the caller of Wait, with
+// the use ended all the same. Whoever else ends the use runs them on its own
+// goroutine, and Wait returns after they have returned. Recycle runs here
+// if this is the last part of the use to finish.
+//
+// These expiries are counted as the wheel's are (Stats, the purgatory's
+// operation-duration histogram), but they are no timer of the wheel: the
+// wheel's lateness histograms and Stats do not see them. Call Wait once;
+// a second call, or one on a Parked whose operation has been passed to
+// TryCompleteElsePark again, panics.
+func (w Parked) Wait() Outcome {
+	if w.o == nil {
+		return w.outcome
+	}
+	if !w.o.parkedOn(w.g) {
+		panic("purgatory: Parked.Wait called twice, or after its operation was passed again; call Wait once for each TryCompleteElsePark")
+	}
+	pk := w.o.park
+	token := false
+	defer func() { pk.leave(w.o, w.g, token) }() // also when a callback run here panics
+	var timeout <-chan time.Time
+	if !w.deadline.IsZero() {
+		d := time.Until(w.deadline)
+		if pk.timer == nil {
+			pk.timer = time.NewTimer(d)
+		} else {
+			pk.timer.Reset(d)
+		}
+		timeout = pk.timer.C
+	}
+	var done <-chan struct{}
+	if ctx := w.o.Context; ctx != nil {
+		done = ctx.Done()
+	}
+	select {
+	case <-pk.ended:
+		token = true
+		return w.o.Outcome()
+	case <-timeout:
+		w.o.endAt(w.g, w.impl, Expired)
+	case <-done:
+		w.o.endAt(w.g, w.impl, ContextDone)
+	}
+	<-pk.ended // rule 3: the use's end, by this claim or another path's
+	token = true
+	return w.o.Outcome()
+}
