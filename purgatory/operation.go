@@ -337,10 +337,7 @@ func applyAll(es []entry) {
 // use over.
 func (o *Op) complete(impl Operation, outcome Outcome) {
 	c, unpin := o.detach()
-	defer o.unpin(endingBit | unpin)
-	if pk := o.park; pk != nil {
-		defer pk.endedUse(o.gen()) // after the callbacks, panicking or not: a parked use's waiter (park.go)
-	}
+	defer o.finish(endingBit | unpin)
 	if c == nil {
 		callbacks(impl, outcome)
 		return
@@ -358,6 +355,18 @@ func (o *Op) complete(impl Operation, outcome Outcome) {
 		return
 	}
 	callbacks(impl, outcome)
+}
+
+// finish is complete's last step, once the callbacks have returned or
+// panicked: the token of a parked use for its waiter (park.go), then the
+// ending pin and the pins detach ended go. One deferred call, not two: a
+// second defer in complete cost every add+complete about 30 ns (reused
+// operation, one goroutine).
+func (o *Op) finish(pins int64) {
+	if pk := o.park; pk != nil {
+		pk.endedUse(o.gen())
+	}
+	o.unpin(pins)
 }
 
 func callbacks(impl Operation, outcome Outcome) {
