@@ -20,8 +20,8 @@ import (
 
 func main() {
 	var (
-		workloads = flag.String("workload", "all", "comma-separated workloads: W1,W2,W2p,W3,W4,W5, the sweeps W2sweep, W5sweep, W5keys and W5over, W6, W6sweep, W7, W8, W9, W9sweep, W9race, soak, or all (all but soak)")
-		systems   = flag.String("system", "all", "comma-separated systems: "+strings.Join(timerSystems, ",")+" for W1–W4; "+strings.Join(purgatorySystems, ",")+" for W5; "+strings.Join(levelSystems, ",")+" for W6; "+strings.Join(scalingSystems, ",")+" for W7; "+strings.Join(w8Systems, ",")+" for W8; "+strings.Join(w9Systems, ",")+" for W9; or all")
+		workloads = flag.String("workload", "all", "comma-separated workloads: W1,W2,W2p,W3,W4,W5, the sweeps W2sweep, W5sweep, W5keys and W5over, W6, W6sweep, W7, W8, W9, W9sweep, W9race, W10, W10acq, soak, or all (all but soak)")
+		systems   = flag.String("system", "all", "comma-separated systems: "+strings.Join(timerSystems, ",")+" for W1–W4; "+strings.Join(purgatorySystems, ",")+" for W5; "+strings.Join(levelSystems, ",")+" for W6; "+strings.Join(scalingSystems, ",")+" for W7; "+strings.Join(w8Systems, ",")+" for W8; "+strings.Join(w9Systems, ",")+" for W9; "+strings.Join(w10Systems, ",")+" for W10; or all")
 		runs      = flag.Int("runs", 3, "processes per (system, workload); medians are reported")
 		quick     = flag.Bool("quick", false, "a hundredth of every size: a seconds-long smoke run")
 		jsonOut   = flag.String("json", "", "write one JSON object per (system, workload, metric) to this file")
@@ -151,6 +151,8 @@ func runChild(workload, system string, p params) error {
 		r, err = w8(system, p.goroutines, p)
 	case "W9":
 		r, err = w9(system, p)
+	case "W10":
+		r, err = w10(system, p)
 	case "soak":
 		r, err = soak(p)
 	default:
@@ -200,6 +202,9 @@ func (j job) args(p params) []string {
 	case "W9race":
 		w = "W9"
 		a = append(a, "-race")
+	case "W10acq":
+		w = "W10"
+		a = append(a, "-goroutines", strconv.Itoa(j.variant))
 	}
 	if (w == "W5" && j.workload == "W5" || j.workload == "W6" || j.workload == "W9" || w == "soak") && p.duration > 0 {
 		a = append(a, "-duration", p.duration.String())
@@ -216,7 +221,10 @@ func (j job) args(p params) []string {
 	return append(a, "-workload", w)
 }
 
-var allWorkloads = []string{"W1", "W2", "W2p", "W3", "W4", "W5", "W2sweep", "W5sweep", "W5keys", "W5over", "W6", "W6sweep", "W7", "W8", "W9", "W9sweep", "W9race"}
+var allWorkloads = []string{"W1", "W2", "W2p", "W3", "W4", "W5", "W2sweep", "W5sweep", "W5keys", "W5over", "W6", "W6sweep", "W7", "W8", "W9", "W9sweep", "W9race", "W10", "W10acq"}
+
+// w10Goroutines are W10acq's: uncontended and contended.
+var w10Goroutines = []int{1, 64}
 
 // w9Receivers are W9's receiver counts.
 func w9Receivers(p params) []int {
@@ -327,6 +335,8 @@ func makePlan(workloads, systems string, runs int, p params) ([]job, error) {
 			known = w8Systems
 		case strings.HasPrefix(w, "W9"):
 			known = w9Systems
+		case strings.HasPrefix(w, "W10"):
+			known = w10Systems
 		case w == "W5over":
 			known = overloadSystems
 		case strings.HasPrefix(w, "W6"):
@@ -339,7 +349,7 @@ func makePlan(workloads, systems string, runs int, p params) ([]job, error) {
 			switch {
 			case slices.Contains(known, s), s == floorSystem && strings.HasPrefix(w, "W5"):
 				sys = append(sys, s)
-			case !slices.Contains(timerSystems, s) && !slices.Contains(overloadSystems, s) && !slices.Contains(scalingSystems, s) && !slices.Contains(levelSystems, s) && !slices.Contains(w8Systems, s) && !slices.Contains(w9Systems, s) && s != floorSystem:
+			case !slices.Contains(timerSystems, s) && !slices.Contains(overloadSystems, s) && !slices.Contains(scalingSystems, s) && !slices.Contains(levelSystems, s) && !slices.Contains(w8Systems, s) && !slices.Contains(w9Systems, s) && !slices.Contains(w10Systems, s) && s != floorSystem:
 				return nil, fmt.Errorf("unknown system %q", s)
 			}
 		}
@@ -363,6 +373,8 @@ func makePlan(workloads, systems string, runs int, p params) ([]job, error) {
 			variants = w9Receivers(p)
 		case "W9sweep":
 			variants = w9Rates(p) // as W5sweep
+		case "W10acq":
+			variants = w10Goroutines
 		}
 		for _, v := range variants {
 			for r := range runs {
@@ -429,7 +441,7 @@ func variantText(j job) string {
 		return fmt.Sprintf(" receivers=%d", j.variant)
 	case "W5keys", "W6":
 		return fmt.Sprintf(" keys=%d", j.variant)
-	case "W7", "W8":
+	case "W7", "W8", "W10acq":
 		return fmt.Sprintf(" G=%d", j.variant)
 	}
 	return ""

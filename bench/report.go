@@ -164,6 +164,9 @@ var headline = map[string][]struct {
 		{"peak_rss_mb", "peak RSS MB", false}, {"lost", "lost", false}, {"ended_twice", "ended twice", false}},
 	"W9race": {{"cpu_us_per_item", "CPU µs per item", true}, {"lat_p50_ms", "push-to-receive p50 ms", false}, {"lat_p99_ms", "p99 ms", true}, {"lat_p999_ms", "p99.9 ms", false},
 		{"lost", "lost", false}, {"twice", "delivered twice", false}, {"expired", "waits expired", false}, {"expired_while_queued", "expired with an item queued > 1 ms", false}},
+	"W10": {{"late_p50_ms", "timeout lateness p50 ms", true}, {"late_p99_ms", "p99 ms", true}, {"late_max_ms", "max ms", false}, {"early", "returned early", false},
+		{"wait_p99_ms", "acquire wait p99 ms", true}, {"cpu_us_per_pair", "CPU µs per acquire+release", true}, {"timed_out_pct", "timed out %", false},
+		{"overtakes_pct", "overtakes %", false}, {"held_twice", "held twice", false}, {"lost", "lost", false}},
 	"W5": {{"completed_pct", "completed % (≈40 expected)", false}, {"expired_pct", "expired %", false}, {"lost", "lost", false}, {"ended_twice", "ended twice", false}, {"cpu_s", "CPU s", true}, {"peak_rss_mb", "peak RSS MB", true}, {"lag_p50_ms", "completion lag p50 ms", false}, {"lag_p99_ms", "lag p99 ms", true}, {"lag_p999_ms", "lag p99.9 ms", true}, {"arrivals_behind_ms", "arrivals behind ms", false}, {"driver_wakeups_per_s", "driver wake-ups/s", false}},
 }
 
@@ -183,6 +186,8 @@ var descriptions = map[string]string{
 	"W8":      "add+complete, the loop a broker runs most: G goroutines each loop for 2 s adding an operation that cannot complete yet on a key of their own, with a timeout drawn from U[1 s, 10 s), then marking it ready and checking its key, which completes it; 100,000 operations parked first on 1 h timeouts under 1,000 other keys. purgatory: a new operation per request; purgatory-reused: operations from a sync.Pool, put back in Recycle; lean: the leanest hand-written version (one mutex, a map of watch lists, a time.AfterFunc per operation whose callback only marks it ended; a check ends the ready ones under the lock and compacts the list); lean-pooled: lean with a sync.Pool of operations, each Resetting one time.Timer; naive: W5's. Own allocations and bytes leave out the caller's one operation; the collector's share is of all the process's CPU (runtime/metrics), its mark assists and idle marking apart",
 	"W6sweep": "W6 over 1,000 keys at rising request rates, 5 s each; a system stops after the first rate at which a run could not keep up (lag p50 under 10 ms and the completed share within 1 point of the expected share)",
 	"W9":      "hand-off: one key; W receivers, each a goroutine that waits for an item with a 30 s timeout (a timer armed and stopped per wait), takes one, and waits again at once; a producer pushes 100,000 items/s for 10 s. purgatory: the receivers' TryComplete takes the item, operations reused (Recycler), HandOff after each push; purgatory-check: the same with CheckAndComplete, which tries every receiver per push (2 s of pushing at 100,000 receivers); lean-pooled: one mutex, a FIFO list of waiters each with a channel and one reused time.Timer; lean: the same with a new waiter and a time.AfterFunc per wait. CPU is the process's per item delivered; push-to-receive counts from when an item was due to be pushed to when its receiver had it; lost is what was neither delivered nor left queued; an expiry counts against the system when an item had been queued for over 1 ms at the wait's deadline",
+	"W10":     "a pool of 10 connections under stress (issue 51): 64 goroutines acquire with timeouts of U[50 µs, 500 µs], hold for U[0, 100 µs] and release, for 10 s. purgatory: docs/api.md's pool recipe, parked (TryCompleteElsePark under the pool's mutex, Parked.Wait after it; Release pushes and hands off under it), operations reused; purgatory-wheel: the same with its timeouts on the wheel (TryCompleteElseWatch, OnComplete answering on a channel), as before the parked form; channel: a buffered channel of the connections, a select with the goroutine's own time.Timer; semaphore: golang.org/x/sync/semaphore's Weighted with a context.WithTimeout per wait. Lateness is how long after its timeout a timed-out acquire returned; acquire wait counts acquires that got a connection; an overtake is an acquire that got a connection before one that began earlier and got one later",
+	"W10acq":  "W10's pools, acquire+release with 30 s timeouts and 10 µs holds, for 5 s, by 64 goroutines (contended) and by 1 (uncontended): CPU is the process's per acquire+release. A hold is a time.Sleep, whose wake-up comes later than asked (about 1 ms on a Linux machine whose timers have millisecond granularity), the same for every pool: it keeps the hold's own CPU out of the pool's",
 	"W9sweep": "W9 with 1,000 receivers at rising rates, 5 s each; a system stops after the first rate at which a run could not keep up (push-to-receive p50 under 10 ms, and every item delivered within 1 s of the last push)",
 	"W9race":  "W9 with 64 receivers whose timeouts, U[50 µs, 250 µs], race 200,000 pushes at 200,000/s: most waits are short and many expire as items arrive",
 	"W5over":  "W5 for 5 s at 325,000 and 450,000 requests/s, about 1.5 and 2 times the highest rate naive keeps up with (overload for both); purgatory-shed is the purgatory with WithMaxDelayed(150,000), which answers what it cannot park at once (Shed); purgatory-admit has WithMaxDelayed(100,000) and waits in Admit before each add until there is room (backpressure), counting the wait against the request's timeout. Arrivals run in an open loop: the generator queues each request on time and never waits for the system, a goroutine hands them to the system as fast as it takes them, and a request's timeout and event count from when it was due. Goodput is requests completed by that deadline per second offered; intake late is how long after they were due the system took them (sampled); arrivals late is how late the generator itself ran",
@@ -203,6 +208,9 @@ func reference(workload string) string {
 	}
 	if strings.HasPrefix(workload, "W9") {
 		return "lean-pooled"
+	}
+	if strings.HasPrefix(workload, "W10") {
+		return "channel"
 	}
 	return "stdlib"
 }
@@ -251,6 +259,17 @@ func markdown(ms metas, keys []key, res map[key][]result, p params) string {
 				ratioTableBy(&b, ks, res, m.metric, m.title, "lean-pooled", "receivers")
 				b.WriteString("\n")
 			}
+			continue
+		case "W10acq":
+			for _, m := range []struct{ metric, title string }{
+				{"cpu_us_per_pair", "CPU µs per acquire+release"}, {"wait_p50_ms", "acquire wait p50 ms"}, {"wait_p99_ms", "acquire wait p99 ms"},
+				{"acquires", "acquires"}, {"overtakes_pct", "overtakes %"}, {"held_twice", "held twice"}, {"lost", "lost"},
+			} {
+				sweepTable(&b, ks, res, "goroutines", m.metric, m.title)
+				b.WriteString("\n")
+			}
+			ratioTableBy(&b, ks, res, "cpu_us_per_pair", "CPU per acquire+release", "channel", "goroutines")
+			ratioTableBy(&b, ks, res, "cpu_us_per_pair", "CPU per acquire+release", "semaphore", "goroutines")
 			continue
 		case "W5sweep", "W6sweep", "W9sweep":
 			sweepTable(&b, ks, res, "requests/s", "keeps_up", "runs that kept up (median of 1 = all or most)")
