@@ -66,11 +66,17 @@ func (tw *TimingWheel) drive(sleep *time.Timer) {
 func (tw *TimingWheel) plan() {
 	tw.sleepMu.Lock()
 	defer tw.sleepMu.Unlock()
-	if at := instant(tw.sleepUntil.Load()); at != never {
-		tw.sleep.Reset(at.until(tw.now()))
-	} else {
+	tw.armSleep(instant(tw.sleepUntil.Load()))
+}
+
+// armSleep arms the driver's timer for at, or stops it for never. The
+// caller holds sleepMu.
+func (tw *TimingWheel) armSleep(at instant) {
+	if at == never {
 		tw.sleep.Stop()
+		return
 	}
+	tw.sleep.Reset(at.until(tw.now()))
 }
 
 // postpone moves the driver's wake-up on after a Stop took out of a shard
@@ -90,12 +96,8 @@ func (tw *TimingWheel) postpone(old instant) {
 	if tw.sleep == nil || tw.stopped() || instant(tw.sleepUntil.Load()) != old {
 		return
 	}
-	switch at := tw.nextLook(); {
-	case at == old:
-	case at == never:
-		tw.sleep.Stop()
-	default:
-		tw.sleep.Reset(at.until(tw.now()))
+	if at := tw.nextLook(); at != old {
+		tw.armSleep(at)
 	}
 }
 

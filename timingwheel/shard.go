@@ -137,10 +137,7 @@ func (sh *shard) stop(t *timer) (pending bool, old instant, moved bool) {
 		return pending, 0, false
 	}
 	old = instant(sh.next.Load())
-	at, ok := sh.w.next()
-	if !ok {
-		at = never
-	}
+	at := sh.w.due()
 	if at <= old {
 		return true, old, false
 	}
@@ -157,11 +154,7 @@ func (sh *shard) collect(now instant, due []job) []job {
 		return due
 	}
 	due = sh.w.poll(now, due)
-	next, ok := sh.w.next()
-	if !ok {
-		next = never
-	}
-	sh.next.Store(int64(next))
+	sh.next.Store(int64(sh.w.due()))
 	return due
 }
 

@@ -432,7 +432,7 @@ func (tw *TimingWheel) wakeFor(at instant) {
 	sleep := tw.sleep
 	if sleep != nil && int64(at) < tw.sleepUntil.Load() {
 		tw.sleepUntil.Store(int64(at))
-		sleep.Reset(at.until(tw.now()))
+		tw.armSleep(at)
 	}
 	tw.sleepMu.Unlock()
 	if sleep == nil {

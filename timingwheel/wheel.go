@@ -244,6 +244,15 @@ func (w *wheel) next() (at instant, ok bool) {
 	return at, ok
 }
 
+// due is next, or never when nothing is pending: the instant a shard
+// publishes.
+func (w *wheel) due() instant {
+	if at, ok := w.next(); ok {
+		return at
+	}
+	return never
+}
+
 // dropEmpty takes out of the queue the buckets at its head that hold no
 // timer, every one stopped or moved since, resetting their expiration as a
 // flush does (a timer added later offers the bucket again), so that the
