@@ -58,6 +58,8 @@ func commandTable() []*command {
 		{name: "flushdb", arity: -1, run: flush, flags: cmdWrite},
 		{name: "select", arity: 2, run: selectDB},
 		{name: "object", arity: -2, run: objectCmd, flags: cmdContainer},
+		{name: "dump", arity: 2, run: dumpCmd},
+		{name: "restore", arity: -4, run: restoreCmd, flags: cmdWrite},
 		// Transactions.
 		{name: "multi", arity: 1, run: multi, flags: cmdNoMulti},
 		{name: "exec", arity: 1, run: execCmd, flags: cmdNoMulti},

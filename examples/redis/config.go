@@ -2,6 +2,7 @@ package main
 
 import (
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,11 +30,15 @@ func defaultConfig(queryBufferLimit int64) config {
 		"databases":                 "1",
 		"lua-time-limit":            "5000",
 		"busy-reply-threshold":      "5000",
+		"sanitize-dump-payload":     "no", // accepted; RESTORE always checks deeply
 	}}
 }
 
 // aliases maps a parameter to the other name it has.
 var aliases = map[string]string{"list-max-ziplist-size": "list-max-listpack-size", "list-max-listpack-size": "list-max-ziplist-size"}
+
+// enumParams take one of a few names, any case.
+var enumParams = map[string][]string{"sanitize-dump-payload": {"no", "yes", "clients"}}
 
 // memoryParams take a size with a unit (512mb).
 var memoryParams = map[string]int64{"proto-max-bulk-len": 1024 * 1024, "client-query-buffer-limit": 1024 * 1024, "maxmemory": 0}
@@ -79,6 +84,13 @@ func (c config) set(name, value string) string {
 			return "ERR CONFIG SET failed (possibly related to argument '" + name + "') - argument must be between " + strconv.FormatInt(least, 10) + " and 9223372036854775807 inclusive"
 		}
 		value = strconv.FormatInt(n, 10)
+	}
+	if names, ok := enumParams[name]; ok {
+		i := slices.IndexFunc(names, func(n string) bool { return strings.EqualFold(n, value) })
+		if i < 0 {
+			return "ERR CONFIG SET failed (possibly related to argument '" + name + "') - argument(s) must be one of the following: " + strings.Join(names, ", ")
+		}
+		value = names[i]
 	}
 	c.params[name] = value
 	if a, ok := aliases[name]; ok {

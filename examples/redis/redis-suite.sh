@@ -18,7 +18,7 @@
 #     --clients 1 --tags -needs:debug --tags -needs:repl --ignore-encoding --ignore-digest
 #
 # One run for the three files would end at the first exception (an error
-# reply a test does not expect): DUMP, out of scope here, would end the run
+# reply a test does not expect): one failing test would end the run
 # before list-2 and list-3. Every test that passes against redis-server must
 # pass here unless redis-suite-out-of-scope.txt lists it (FILE <TAB> NAME
 # <TAB> reason); a listed test that starts passing fails too (redisverdict).
