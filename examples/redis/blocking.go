@@ -44,9 +44,6 @@ type blockedOp struct {
 
 	unblockErr bool // CLIENT UNBLOCK ... ERROR, set before its ForceComplete
 
-	key      string        // the key served
-	vals     [][]byte      // the elements taken, to answer with
-	errMsg   string        // the answer is this error instead (a BLMOVE to a key of the wrong type)
 	answered bool          // the try that served it answered it (server.served)
 	over     atomic.Bool   // OnComplete has run: the wait has ended
 	done     chan struct{} // OnComplete's token, for wait; one per use, drained at the next
@@ -78,41 +75,36 @@ func (b *blockedOp) TryComplete() bool {
 	if key == "" || l == nil || l.len() == 0 {
 		return false
 	}
-	b.key = key
+	c := b.c
 	switch b.kind {
-	case blockMove:
+	case blockPop:
+		s.popAndReply(c, key, l, b.left, 1, replyKeyElement)
+		s.stats.handedOff.Add(1)
+	case blockMpop:
+		n := int(min(b.count, int64(l.len())))
+		s.popAndReply(c, key, l, b.left, n, replyKeyElements)
+		s.stats.handedOff.Add(int64(n))
+	default: // BLMOVE
 		if _, wrong := s.db.list(b.dst); wrong && b.dst != key {
-			b.errMsg = errWrongType // the element stays for the next client
-			s.served(b)
-			return true
+			c.w.err(errWrongType) // the element stays for the next client
+			break
 		}
 		v, _ := s.move(key, b.dst, b.left, b.toLeft)
-		b.vals = [][]byte{v}
-	default:
-		n := int64(1)
-		if b.kind == blockMpop {
-			n = min(b.count, int64(l.len()))
-		}
-		for range n {
-			b.vals = append(b.vals, l.pop(b.left))
-		}
-		s.db.touched(key)
-		s.db.afterPop(key, l)
+		c.w.bulk(v) // in its destination list: nothing to put back
+		s.stats.handedOff.Add(1)
 	}
-	s.stats.handedOff.Add(int64(len(b.vals)))
 	s.served(b)
 	return true
 }
 
-// served answers a client a try has just served: its reply goes into the
-// client's buffer, and serveReady writes it once the hand-offs are done. The
-// client is no longer blocked. The server's lock is held.
+// served ends the wait of a client a try has just served and answered (its
+// reply is in the client's buffer): serveReady writes it once the hand-offs
+// are done. The client is no longer blocked. The server's lock is held.
 func (s *server) served(b *blockedOp) {
 	c := b.c
 	b.answered = true
 	c.op = nil
 	s.db.unblock(b.keys)
-	b.answerServed(c)
 	if !c.answered {
 		c.answered = true
 		s.answered = append(s.answered, c)
@@ -164,30 +156,8 @@ func (c *client) waitOp(kind blockKind, left bool) *blockedOp {
 	b.over.Store(false)
 	b.kind, b.keys, b.left = kind, b.keys[:0], left
 	b.dst, b.toLeft, b.count, b.unblockErr = "", false, 0, false
-	b.key, b.vals, b.errMsg, b.answered = "", nil, "", false
+	b.answered = false
 	return b
-}
-
-// answerServed writes the reply of a wait a try served. The caller holds
-// the server's lock.
-func (b *blockedOp) answerServed(c *client) {
-	w := &c.w
-	switch {
-	case b.errMsg != "":
-		w.err(b.errMsg)
-	case b.kind == blockPop:
-		w.arrayLen(2)
-		w.bulkString(b.key)
-		w.bulk(b.vals[0])
-		c.took(b.key, b.left, b.vals...)
-	case b.kind == blockMove:
-		w.bulk(b.vals[0]) // it is in its destination list: nothing to put back
-	default:
-		w.arrayLen(2)
-		w.bulkString(b.key)
-		w.bulks(b.vals)
-		c.took(b.key, b.left, b.vals...)
-	}
 }
 
 // answer writes the reply of a wait that ended otherwise than by a try that
@@ -277,8 +247,8 @@ func parseTimeout(c *client, arg []byte) (time.Duration, bool) {
 	return time.Duration(ms) * time.Millisecond, true
 }
 
-// bpop is BLPOP and BRPOP: key... timeout.
-func bpop(left bool) func(s *server, c *client, args [][]byte) {
+// bpopCmd is BLPOP and BRPOP: key... timeout.
+func bpopCmd(left bool) func(s *server, c *client, args [][]byte) {
 	return func(s *server, c *client, args [][]byte) {
 		timeout, ok := parseTimeout(c, args[len(args)-1])
 		if !ok {
@@ -295,13 +265,7 @@ func bpop(left bool) func(s *server, c *client, args [][]byte) {
 				return
 			}
 			if l != nil && l.len() > 0 {
-				v := l.pop(left)
-				c.w.arrayLen(2)
-				c.w.bulkString(key)
-				c.w.bulk(v)
-				c.took(key, left, v)
-				s.db.touched(key)
-				s.db.afterPop(key, l)
+				s.popAndReply(c, key, l, left, 1, replyKeyElement)
 				return
 			}
 		}
@@ -313,8 +277,8 @@ func bpop(left bool) func(s *server, c *client, args [][]byte) {
 	}
 }
 
-// blmove is BLMOVE, and BRPOPLPUSH (fixed ends).
-func blmove(fixed bool) func(s *server, c *client, args [][]byte) {
+// blmoveCmd is BLMOVE, and BRPOPLPUSH (fixed ends).
+func blmoveCmd(fixed bool) func(s *server, c *client, args [][]byte) {
 	return func(s *server, c *client, args [][]byte) {
 		fromLeft, toLeft, ok := moveEnds(c, args, fixed)
 		if !ok {
@@ -348,8 +312,8 @@ func blmove(fixed bool) func(s *server, c *client, args [][]byte) {
 	}
 }
 
-// blmpop is BLMPOP timeout numkeys key... LEFT|RIGHT [COUNT n].
-func blmpop(s *server, c *client, args [][]byte) {
+// blmpopCmd is BLMPOP timeout numkeys key... LEFT|RIGHT [COUNT n].
+func blmpopCmd(s *server, c *client, args [][]byte) {
 	timeout, ok := parseTimeout(c, args[1])
 	if !ok {
 		return

@@ -16,69 +16,79 @@ import (
 func commandTable() []*command {
 	return []*command{
 		// Lists.
-		{name: "lpush", arity: -3, run: push(true, false), flags: cmdWrite},
-		{name: "rpush", arity: -3, run: push(false, false), flags: cmdWrite},
-		{name: "lpushx", arity: -3, run: push(true, true), flags: cmdWrite},
-		{name: "rpushx", arity: -3, run: push(false, true), flags: cmdWrite},
-		{name: "lpop", arity: -2, run: pop(true), flags: cmdWrite},
-		{name: "rpop", arity: -2, run: pop(false), flags: cmdWrite},
-		{name: "llen", arity: 2, run: llen},
-		{name: "lrange", arity: 4, run: lrange},
-		{name: "lindex", arity: 3, run: lindex},
-		{name: "lset", arity: 4, run: lset, flags: cmdWrite},
-		{name: "lrem", arity: 4, run: lrem, flags: cmdWrite},
-		{name: "ltrim", arity: 4, run: ltrim, flags: cmdWrite},
-		{name: "linsert", arity: 5, run: linsert, flags: cmdWrite},
-		{name: "lpos", arity: -3, run: lpos},
-		{name: "lmove", arity: 5, run: lmove(false), flags: cmdWrite},
-		{name: "rpoplpush", arity: 3, run: lmove(true), flags: cmdWrite},
-		{name: "lmpop", arity: -4, run: lmpop, flags: cmdWrite},
-		{name: "blpop", arity: -3, run: bpop(true), flags: cmdWrite | cmdBlocking},
-		{name: "brpop", arity: -3, run: bpop(false), flags: cmdWrite | cmdBlocking},
-		{name: "blmove", arity: 6, run: blmove(false), flags: cmdWrite | cmdBlocking},
-		{name: "brpoplpush", arity: 4, run: blmove(true), flags: cmdWrite | cmdBlocking},
-		{name: "blmpop", arity: -5, run: blmpop, flags: cmdWrite | cmdBlocking},
+		{name: "lpush", arity: -3, run: pushCmd(true, false), flags: cmdWrite},
+		{name: "rpush", arity: -3, run: pushCmd(false, false), flags: cmdWrite},
+		{name: "lpushx", arity: -3, run: pushCmd(true, true), flags: cmdWrite},
+		{name: "rpushx", arity: -3, run: pushCmd(false, true), flags: cmdWrite},
+		{name: "lpop", arity: -2, run: popCmd(true), flags: cmdWrite},
+		{name: "rpop", arity: -2, run: popCmd(false), flags: cmdWrite},
+		{name: "llen", arity: 2, run: llenCmd},
+		{name: "lrange", arity: 4, run: lrangeCmd},
+		{name: "lindex", arity: 3, run: lindexCmd},
+		{name: "lset", arity: 4, run: lsetCmd, flags: cmdWrite},
+		{name: "lrem", arity: 4, run: lremCmd, flags: cmdWrite},
+		{name: "ltrim", arity: 4, run: ltrimCmd, flags: cmdWrite},
+		{name: "linsert", arity: 5, run: linsertCmd, flags: cmdWrite},
+		{name: "lpos", arity: -3, run: lposCmd},
+		{name: "lmove", arity: 5, run: lmoveCmd(false), flags: cmdWrite},
+		{name: "rpoplpush", arity: 3, run: lmoveCmd(true), flags: cmdWrite},
+		{name: "lmpop", arity: -4, run: lmpopCmd, flags: cmdWrite},
+		{name: "blpop", arity: -3, run: bpopCmd(true), flags: cmdWrite | cmdBlocking},
+		{name: "brpop", arity: -3, run: bpopCmd(false), flags: cmdWrite | cmdBlocking},
+		{name: "blmove", arity: 6, run: blmoveCmd(false), flags: cmdWrite | cmdBlocking},
+		{name: "brpoplpush", arity: 4, run: blmoveCmd(true), flags: cmdWrite | cmdBlocking},
+		{name: "blmpop", arity: -5, run: blmpopCmd, flags: cmdWrite | cmdBlocking},
 		// Keys and strings.
 		{name: "sort", arity: -2, run: sortCmd, flags: cmdWrite},
-		{name: "del", arity: -2, run: del, flags: cmdWrite},
-		{name: "unlink", arity: -2, run: del, flags: cmdWrite},
-		{name: "exists", arity: -2, run: exists},
-		{name: "type", arity: 2, run: typeOf},
-		{name: "dbsize", arity: 1, run: func(s *server, c *client, _ [][]byte) { c.w.int(int64(s.db.size())) }},
-		{name: "keys", arity: 2, run: keys},
-		{name: "set", arity: -3, run: set, flags: cmdWrite},
-		{name: "get", arity: 2, run: get},
-		{name: "expire", arity: -3, run: expire(time.Second), flags: cmdWrite},
-		{name: "pexpire", arity: -3, run: expire(time.Millisecond), flags: cmdWrite},
-		{name: "ttl", arity: 2, run: ttl(time.Second)},
-		{name: "pttl", arity: 2, run: ttl(time.Millisecond)},
-		{name: "persist", arity: 2, run: persist, flags: cmdWrite},
-		{name: "rename", arity: 3, run: rename, flags: cmdWrite},
-		{name: "flushall", arity: -1, run: flush, flags: cmdWrite},
-		{name: "flushdb", arity: -1, run: flush, flags: cmdWrite},
-		{name: "select", arity: 2, run: selectDB},
+		{name: "del", arity: -2, run: delCmd, flags: cmdWrite},
+		{name: "unlink", arity: -2, run: delCmd, flags: cmdWrite},
+		{name: "exists", arity: -2, run: existsCmd},
+		{name: "type", arity: 2, run: typeCmd},
+		{name: "dbsize", arity: 1, run: dbsizeCmd},
+		{name: "keys", arity: 2, run: keysCmd},
+		{name: "set", arity: -3, run: setCmd, flags: cmdWrite},
+		{name: "get", arity: 2, run: getCmd},
+		{name: "expire", arity: -3, run: expireCmd(time.Second), flags: cmdWrite},
+		{name: "pexpire", arity: -3, run: expireCmd(time.Millisecond), flags: cmdWrite},
+		{name: "ttl", arity: 2, run: ttlCmd(time.Second)},
+		{name: "pttl", arity: 2, run: ttlCmd(time.Millisecond)},
+		{name: "persist", arity: 2, run: persistCmd, flags: cmdWrite},
+		{name: "rename", arity: 3, run: renameCmd, flags: cmdWrite},
+		{name: "flushall", arity: -1, run: flushCmd, flags: cmdWrite},
+		{name: "flushdb", arity: -1, run: flushCmd, flags: cmdWrite},
+		{name: "select", arity: 2, run: selectCmd},
 		{name: "object", arity: -2, run: objectCmd, flags: cmdContainer},
 		{name: "dump", arity: 2, run: dumpCmd},
 		{name: "restore", arity: -4, run: restoreCmd, flags: cmdWrite},
 		// Transactions.
-		{name: "multi", arity: 1, run: multi, flags: cmdNoMulti},
+		{name: "multi", arity: 1, run: multiCmd, flags: cmdNoMulti},
 		{name: "exec", arity: 1, run: execCmd, flags: cmdNoMulti},
-		{name: "discard", arity: 1, run: discard, flags: cmdNoMulti},
-		{name: "watch", arity: -2, run: watch, flags: cmdNoMulti},
-		{name: "unwatch", arity: 1, run: unwatch},
+		{name: "discard", arity: 1, run: discardCmd, flags: cmdNoMulti},
+		{name: "watch", arity: -2, run: watchCmd, flags: cmdNoMulti},
+		{name: "unwatch", arity: 1, run: unwatchCmd},
 		// The connection and the server.
-		{name: "ping", arity: -1, run: ping},
-		{name: "echo", arity: 2, run: func(_ *server, c *client, args [][]byte) { c.w.bulk(args[1]) }},
-		{name: "hello", arity: -1, run: hello, flags: cmdNoMulti},
-		{name: "quit", arity: -1, run: func(_ *server, c *client, _ [][]byte) { c.w.ok(); c.closing.Store(true) }},
+		{name: "ping", arity: -1, run: pingCmd},
+		{name: "echo", arity: 2, run: echoCmd},
+		{name: "hello", arity: -1, run: helloCmd, flags: cmdNoMulti},
+		{name: "quit", arity: -1, run: quitCmd},
 		{name: "client", arity: -2, run: clientCmd, flags: cmdContainer},
 		{name: "config", arity: -2, run: configCmd, flags: cmdContainer},
-		{name: "info", arity: -1, run: info},
-		{name: "function", arity: -2, run: function, flags: cmdContainer},
+		{name: "info", arity: -1, run: infoCmd},
+		{name: "function", arity: -2, run: functionCmd, flags: cmdContainer},
 	}
 }
 
-func del(s *server, c *client, args [][]byte) {
+func dbsizeCmd(s *server, c *client, _ [][]byte) { c.w.int(int64(s.db.size())) }
+
+func echoCmd(_ *server, c *client, args [][]byte) { c.w.bulk(args[1]) }
+
+// quitCmd answers OK and closes the connection once the reply is written.
+func quitCmd(_ *server, c *client, _ [][]byte) {
+	c.w.ok()
+	c.closing.Store(true)
+}
+
+func delCmd(s *server, c *client, args [][]byte) {
 	n := 0
 	for _, k := range args[1:] {
 		key := string(k)
@@ -90,7 +100,7 @@ func del(s *server, c *client, args [][]byte) {
 	c.w.int(int64(n))
 }
 
-func exists(s *server, c *client, args [][]byte) {
+func existsCmd(s *server, c *client, args [][]byte) {
 	n := 0
 	for _, k := range args[1:] {
 		if s.db.lookup(string(k)) != nil {
@@ -100,7 +110,7 @@ func exists(s *server, c *client, args [][]byte) {
 	c.w.int(int64(n))
 }
 
-func typeOf(s *server, c *client, args [][]byte) {
+func typeCmd(s *server, c *client, args [][]byte) {
 	if o := s.db.lookup(string(args[1])); o != nil {
 		c.w.status(o.typeName())
 		return
@@ -108,7 +118,7 @@ func typeOf(s *server, c *client, args [][]byte) {
 	c.w.status("none")
 }
 
-func keys(s *server, c *client, args [][]byte) {
+func keysCmd(s *server, c *client, args [][]byte) {
 	ks := s.db.keysMatching(string(args[1]))
 	sort.Strings(ks)
 	c.w.arrayLen(len(ks))
@@ -117,72 +127,80 @@ func keys(s *server, c *client, args [][]byte) {
 	}
 }
 
-// set is SET key value [NX|XX] [EX s|PX ms|KEEPTTL] [GET], enough of it for
+// setCmd is SET key value [NX|XX] [EX s|PX ms|KEEPTTL] [GET], enough of it for
 // the tests' own bookkeeping.
-func set(s *server, c *client, args [][]byte) {
+func setCmd(s *server, c *client, args [][]byte) {
 	key := string(args[1])
-	var nx, xx, keep, get bool
-	var expireAt int64
-	for j := 3; j < len(args); j++ {
+	o, ok := parseSet(s, c, args[3:])
+	if !ok {
+		return
+	}
+	old := s.db.lookup(key)
+	if o.get && old != nil && old.list != nil {
+		c.w.err(errWrongType)
+		return
+	}
+	if !(o.nx && old != nil || o.xx && old == nil) {
+		v := &object{str: append([]byte(nil), args[2]...), expireAt: o.expireAt}
+		if o.keep && old != nil {
+			v.expireAt = old.expireAt
+		}
+		s.db.keys[key] = v
+		s.db.touched(key)
+		if !o.get {
+			c.w.ok()
+			return
+		}
+	}
+	if o.get && old != nil {
+		c.w.bulk(old.str)
+	} else {
+		c.w.nullBulk()
+	}
+}
+
+// setOpts are SET's options.
+type setOpts struct {
+	nx, xx, keep, get bool
+	expireAt          int64 // unix ms; 0: none
+}
+
+// parseSet reads SET's options, or answers Redis's error.
+func parseSet(s *server, c *client, args [][]byte) (o setOpts, ok bool) {
+	for j := 0; j < len(args); j++ {
 		switch opt := strings.ToLower(string(args[j])); {
 		case opt == "nx":
-			nx = true
+			o.nx = true
 		case opt == "xx":
-			xx = true
+			o.xx = true
 		case opt == "keepttl":
-			keep = true
+			o.keep = true
 		case opt == "get":
-			get = true
+			o.get = true
 		case (opt == "ex" || opt == "px") && j+1 < len(args):
 			j++
 			n, ok := parseInt(args[j])
 			if !ok {
 				c.w.err(errNotInteger)
-				return
+				return o, false
 			}
 			if n <= 0 {
 				c.w.err("ERR invalid expire time in 'set' command")
-				return
+				return o, false
 			}
 			if opt == "ex" {
 				n *= 1000
 			}
-			expireAt = s.db.nowMs() + n
+			o.expireAt = s.db.nowMs() + n
 		default:
 			c.w.err(errSyntax)
-			return
+			return o, false
 		}
 	}
-	old := s.db.lookup(key)
-	if get && old != nil && old.list != nil {
-		c.w.err(errWrongType)
-		return
-	}
-	if nx && old != nil || xx && old == nil {
-		if get && old != nil {
-			c.w.bulk(old.str)
-		} else {
-			c.w.nullBulk()
-		}
-		return
-	}
-	o := &object{str: append([]byte(nil), args[2]...), expireAt: expireAt}
-	if keep && old != nil {
-		o.expireAt = old.expireAt
-	}
-	s.db.keys[key] = o
-	s.db.touched(key)
-	switch {
-	case get && old != nil:
-		c.w.bulk(old.str)
-	case get:
-		c.w.nullBulk()
-	default:
-		c.w.ok()
-	}
+	return o, true
 }
 
-func get(s *server, c *client, args [][]byte) {
+func getCmd(s *server, c *client, args [][]byte) {
 	o := s.db.lookup(string(args[1]))
 	switch {
 	case o == nil:
@@ -194,8 +212,8 @@ func get(s *server, c *client, args [][]byte) {
 	}
 }
 
-// expire is EXPIRE and PEXPIRE key n [NX|XX|GT|LT].
-func expire(unit time.Duration) func(s *server, c *client, args [][]byte) {
+// expireCmd is EXPIRE and PEXPIRE key n [NX|XX|GT|LT].
+func expireCmd(unit time.Duration) func(s *server, c *client, args [][]byte) {
 	return func(s *server, c *client, args [][]byte) {
 		n, ok := parseInt(args[2])
 		if !ok {
@@ -228,7 +246,7 @@ func expire(unit time.Duration) func(s *server, c *client, args [][]byte) {
 	}
 }
 
-func ttl(unit time.Duration) func(s *server, c *client, args [][]byte) {
+func ttlCmd(unit time.Duration) func(s *server, c *client, args [][]byte) {
 	return func(s *server, c *client, args [][]byte) {
 		o := s.db.lookup(string(args[1]))
 		switch {
@@ -246,7 +264,7 @@ func ttl(unit time.Duration) func(s *server, c *client, args [][]byte) {
 	}
 }
 
-func persist(s *server, c *client, args [][]byte) {
+func persistCmd(s *server, c *client, args [][]byte) {
 	o := s.db.lookup(string(args[1]))
 	if o == nil || o.expireAt == 0 {
 		c.w.int(0)
@@ -257,9 +275,9 @@ func persist(s *server, c *client, args [][]byte) {
 	c.w.int(1)
 }
 
-// rename moves a key; a list it moves makes its new key ready for the
+// renameCmd moves a key; a list it moves makes its new key ready for the
 // clients blocked there.
-func rename(s *server, c *client, args [][]byte) {
+func renameCmd(s *server, c *client, args [][]byte) {
 	src, dst := string(args[1]), string(args[2])
 	o := s.db.lookup(src)
 	if o == nil {
@@ -280,7 +298,7 @@ func rename(s *server, c *client, args [][]byte) {
 	c.w.ok()
 }
 
-func flush(s *server, c *client, args [][]byte) {
+func flushCmd(s *server, c *client, args [][]byte) {
 	if len(args) > 2 || len(args) == 2 && !strings.EqualFold(string(args[1]), "sync") && !strings.EqualFold(string(args[1]), "async") {
 		c.w.err(errSyntax)
 		return
@@ -289,7 +307,7 @@ func flush(s *server, c *client, args [][]byte) {
 	c.w.ok()
 }
 
-func selectDB(_ *server, c *client, args [][]byte) {
+func selectCmd(_ *server, c *client, args [][]byte) {
 	n, ok := parseInt(args[1])
 	switch {
 	case !ok:
@@ -318,7 +336,7 @@ func objectCmd(s *server, c *client, args [][]byte) {
 	}
 }
 
-func multi(_ *server, c *client, _ [][]byte) {
+func multiCmd(_ *server, c *client, _ [][]byte) {
 	if c.multi {
 		c.w.err(errNestedMulti)
 		return
@@ -354,7 +372,7 @@ func execCmd(s *server, c *client, _ [][]byte) {
 	c.inExec = false
 }
 
-func discard(s *server, c *client, _ [][]byte) {
+func discardCmd(s *server, c *client, _ [][]byte) {
 	if !c.multi {
 		c.w.err(errDiscardNoMult)
 		return
@@ -364,7 +382,7 @@ func discard(s *server, c *client, _ [][]byte) {
 	c.w.ok()
 }
 
-func watch(s *server, c *client, args [][]byte) {
+func watchCmd(s *server, c *client, args [][]byte) {
 	if c.multi {
 		c.w.err(errWatchInMulti)
 		return
@@ -377,7 +395,7 @@ func watch(s *server, c *client, args [][]byte) {
 	c.w.ok()
 }
 
-func unwatch(s *server, c *client, _ [][]byte) {
+func unwatchCmd(s *server, c *client, _ [][]byte) {
 	s.db.unwatchAll(c)
 	c.w.ok()
 }
@@ -389,7 +407,7 @@ func (c *client) flagMultiError() {
 	}
 }
 
-func ping(_ *server, c *client, args [][]byte) {
+func pingCmd(_ *server, c *client, args [][]byte) {
 	switch {
 	case len(args) > 2:
 		c.w.err(errWrongArgs("ping"))
@@ -400,8 +418,8 @@ func ping(_ *server, c *client, args [][]byte) {
 	}
 }
 
-// hello is HELLO [protover [AUTH user pass] [SETNAME name]].
-func hello(s *server, c *client, args [][]byte) {
+// helloCmd is HELLO [protover [AUTH user pass] [SETNAME name]].
+func helloCmd(s *server, c *client, args [][]byte) {
 	if len(args) > 1 {
 		v, ok := parseInt(args[1])
 		if !ok {
@@ -556,7 +574,7 @@ func configCmd(s *server, c *client, args [][]byte) {
 	}
 }
 
-func function(_ *server, c *client, args [][]byte) {
+func functionCmd(_ *server, c *client, args [][]byte) {
 	if strings.EqualFold(string(args[1]), "flush") && len(args) <= 3 {
 		c.w.ok()
 		return
@@ -567,10 +585,10 @@ func function(_ *server, c *client, args [][]byte) {
 // startTime is when the process started, for INFO's uptime.
 var startTime = time.Now()
 
-// info is INFO [section]: the fields Redis's test helpers read, above all
+// infoCmd is INFO [section]: the fields Redis's test helpers read, above all
 // blocked_clients, which counts the clients whose wait the purgatory holds
 // (Delayed: from the moment a client is watched until its wait ends).
-func info(s *server, c *client, args [][]byte) {
+func infoCmd(s *server, c *client, args [][]byte) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	port := 0

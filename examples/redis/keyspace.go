@@ -144,6 +144,14 @@ func (d *db) afterPop(key string, l *deque) {
 	}
 }
 
+// removed is what every write that takes elements out of key's list l does
+// after (Redis's listElementsRemoved): it spoils key's WATCH, and deletes
+// key if l is now empty (afterPop).
+func (d *db) removed(key string, l *deque) {
+	d.touched(key)
+	d.afterPop(key, l)
+}
+
 // maxSpareLists bounds the empty lists the keyspace keeps (afterPop).
 const maxSpareLists = 16
 

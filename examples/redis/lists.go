@@ -10,8 +10,8 @@ import (
 // ready for the clients blocked on it (db.listWritten), served once the
 // command is over.
 
-// push is LPUSH, RPUSH, and with onlyExisting LPUSHX, RPUSHX.
-func push(left, onlyExisting bool) func(s *server, c *client, args [][]byte) {
+// pushCmd is LPUSH, RPUSH, and with onlyExisting LPUSHX, RPUSHX.
+func pushCmd(left, onlyExisting bool) func(s *server, c *client, args [][]byte) {
 	return func(s *server, c *client, args [][]byte) {
 		key := string(args[1])
 		l, created, wrong := s.db.listForPush(key)
@@ -34,8 +34,8 @@ func push(left, onlyExisting bool) func(s *server, c *client, args [][]byte) {
 	}
 }
 
-// pop is LPOP and RPOP, with their optional count.
-func pop(left bool) func(s *server, c *client, args [][]byte) {
+// popCmd is LPOP and RPOP, with their optional count.
+func popCmd(left bool) func(s *server, c *client, args [][]byte) {
 	return func(s *server, c *client, args [][]byte) {
 		if len(args) > 3 {
 			c.w.err(errWrongArgs(strings.ToLower(string(args[0]))))
@@ -60,26 +60,53 @@ func pop(left bool) func(s *server, c *client, args [][]byte) {
 		case l == nil:
 			c.w.nullBulk()
 		case !hasCount:
-			v := l.pop(left)
-			c.w.bulk(v)
-			c.took(key, left, v)
-			s.db.touched(key)
-			s.db.afterPop(key, l)
+			s.popAndReply(c, key, l, left, 1, replyElement)
+		case count == 0:
+			c.w.arrayLen(0)
 		default:
-			n := int(min(count, int64(l.len())))
-			c.w.arrayLen(n)
-			vals := make([][]byte, n)
-			for i := range n {
-				vals[i] = l.pop(left)
-				c.w.bulk(vals[i])
-			}
-			c.took(key, left, vals...)
-			if n > 0 {
-				s.db.touched(key)
-				s.db.afterPop(key, l)
-			}
+			s.popAndReply(c, key, l, left, int(min(count, int64(l.len()))), replyElements)
 		}
 	}
+}
+
+// popReply is the shape of a pop's reply.
+type popReply uint8
+
+const (
+	replyElement     popReply = iota // LPOP, RPOP: the element
+	replyElements                    // LPOP, RPOP with a count: [elements]
+	replyKeyElement                  // BLPOP, BRPOP: [key, element]
+	replyKeyElements                 // LMPOP, BLMPOP: [key, [elements]]
+)
+
+// popAndReply is every pop but LMOVE's, the one place that takes elements
+// out of a list for a client (Redis's listPopRangeAndReplyWithKey): it pops
+// n elements, 0 < n <= l.len(), from key's list l at one end, does what a
+// removal does after (db.removed), writes c's reply in the shape given, and
+// records what the reply took (client.took), so that they go back if it
+// cannot be written. The caller holds the server's lock; c is the client
+// served, who for a hand-off is not the one whose command runs.
+func (s *server) popAndReply(c *client, key string, l *deque, left bool, n int, shape popReply) {
+	vals := make([][]byte, n)
+	for i := range vals {
+		vals[i] = l.pop(left)
+	}
+	s.db.removed(key, l)
+	switch shape {
+	case replyElement:
+		c.w.bulk(vals[0])
+	case replyElements:
+		c.w.bulks(vals)
+	case replyKeyElement:
+		c.w.arrayLen(2)
+		c.w.bulkString(key)
+		c.w.bulk(vals[0])
+	case replyKeyElements:
+		c.w.arrayLen(2)
+		c.w.bulkString(key)
+		c.w.bulks(vals)
+	}
+	c.took(key, left, vals...)
 }
 
 // listFor returns key's list, for a command on a list that exists. If key
@@ -106,7 +133,7 @@ var (
 	noneOK       = (*replies).ok
 )
 
-func llen(s *server, c *client, args [][]byte) {
+func llenCmd(s *server, c *client, args [][]byte) {
 	if l := s.listFor(c, string(args[1]), noneZero); l != nil {
 		c.w.int(int64(l.len()))
 	}
@@ -141,7 +168,7 @@ func rangeOf(start, stop int64, n int) (from, to int, ok bool) {
 	return int(start), int(stop), true
 }
 
-func lrange(s *server, c *client, args [][]byte) {
+func lrangeCmd(s *server, c *client, args [][]byte) {
 	start, ok1 := parseInt(args[2])
 	stop, ok2 := parseInt(args[3])
 	if !ok1 || !ok2 {
@@ -163,7 +190,7 @@ func lrange(s *server, c *client, args [][]byte) {
 	}
 }
 
-func lindex(s *server, c *client, args [][]byte) {
+func lindexCmd(s *server, c *client, args [][]byte) {
 	i, ok := parseInt(args[2])
 	if !ok {
 		c.w.err(errNotInteger)
@@ -181,7 +208,7 @@ func lindex(s *server, c *client, args [][]byte) {
 	c.w.bulk(l.at(at))
 }
 
-func lset(s *server, c *client, args [][]byte) {
+func lsetCmd(s *server, c *client, args [][]byte) {
 	i, ok := parseInt(args[2])
 	if !ok {
 		c.w.err(errNotInteger)
@@ -202,7 +229,7 @@ func lset(s *server, c *client, args [][]byte) {
 	c.w.ok()
 }
 
-func lrem(s *server, c *client, args [][]byte) {
+func lremCmd(s *server, c *client, args [][]byte) {
 	count, ok := parseInt(args[2])
 	if !ok {
 		c.w.err(errNotInteger)
@@ -242,13 +269,12 @@ func lrem(s *server, c *client, args [][]byte) {
 	}
 	if removed > 0 {
 		l.replace(keep)
-		s.db.touched(key)
-		s.db.afterPop(key, l)
+		s.db.removed(key, l)
 	}
 	c.w.int(removed)
 }
 
-func ltrim(s *server, c *client, args [][]byte) {
+func ltrimCmd(s *server, c *client, args [][]byte) {
 	start, ok1 := parseInt(args[2])
 	stop, ok2 := parseInt(args[3])
 	if !ok1 || !ok2 {
@@ -266,12 +292,11 @@ func ltrim(s *server, c *client, args [][]byte) {
 	} else {
 		l.replace(l.slice(from, to))
 	}
-	s.db.touched(key)
-	s.db.afterPop(key, l)
+	s.db.removed(key, l)
 	c.w.ok()
 }
 
-func linsert(s *server, c *client, args [][]byte) {
+func linsertCmd(s *server, c *client, args [][]byte) {
 	var after bool
 	switch strings.ToLower(string(args[2])) {
 	case "after":
@@ -307,96 +332,103 @@ func linsert(s *server, c *client, args [][]byte) {
 	c.w.int(-1)
 }
 
-func lpos(s *server, c *client, args [][]byte) {
-	rank, count, maxlen := int64(1), int64(-1), int64(0)
-	for j := 3; j < len(args); j++ {
-		opt := strings.ToLower(string(args[j]))
-		if j+1 >= len(args) {
-			c.w.err(errSyntax)
-			return
-		}
-		j++
-		n, ok := parseInt(args[j])
-		if !ok {
-			c.w.err(errNotInteger)
-			return
-		}
-		switch opt {
-		case "rank":
-			if n == 0 {
-				c.w.err("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list")
-				return
-			}
-			if n == -1<<63 {
-				c.w.err("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
-				return
-			}
-			rank = n
-		case "count":
-			if n < 0 {
-				c.w.err("ERR COUNT can't be negative")
-				return
-			}
-			count = n
-		case "maxlen":
-			if n < 0 {
-				c.w.err("ERR MAXLEN can't be negative")
-				return
-			}
-			maxlen = n
-		default:
-			c.w.err(errSyntax)
-			return
-		}
+func lposCmd(s *server, c *client, args [][]byte) {
+	o, ok := parseLpos(c, args[3:])
+	if !ok {
+		return
 	}
 	l, wrong := s.db.list(string(args[1]))
 	switch {
 	case wrong:
 		c.w.err(errWrongType)
-		return
-	case l == nil && count != -1:
+	case l == nil && o.count != -1:
 		c.w.arrayLen(0)
-		return
 	case l == nil:
 		c.w.nullBulk()
-		return
+	case o.count == -1:
+		if found := o.search(l, args[2]); len(found) > 0 {
+			c.w.int(found[0])
+		} else {
+			c.w.nullBulk()
+		}
+	default:
+		found := o.search(l, args[2])
+		c.w.arrayLen(len(found))
+		for _, f := range found {
+			c.w.int(f)
+		}
 	}
-	var found []int64
+}
+
+// lposOpts are LPOS's RANK, COUNT (-1: not given) and MAXLEN.
+type lposOpts struct{ rank, count, maxlen int64 }
+
+// parseLpos reads LPOS's options, or answers Redis's error for the first
+// that is wrong.
+func parseLpos(c *client, args [][]byte) (lposOpts, bool) {
+	o := lposOpts{rank: 1, count: -1}
+	for j := 0; j < len(args); j += 2 {
+		if j+1 >= len(args) {
+			c.w.err(errSyntax)
+			return o, false
+		}
+		n, ok := parseInt(args[j+1])
+		msg := ""
+		switch opt := strings.ToLower(string(args[j])); {
+		case !ok:
+			msg = errNotInteger
+		case opt == "rank" && n == 0:
+			msg = "ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list"
+		case opt == "rank" && n == -1<<63:
+			msg = "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"
+		case opt == "rank":
+			o.rank = n
+		case opt == "count" && n < 0:
+			msg = "ERR COUNT can't be negative"
+		case opt == "count":
+			o.count = n
+		case opt == "maxlen" && n < 0:
+			msg = "ERR MAXLEN can't be negative"
+		case opt == "maxlen":
+			o.maxlen = n
+		default:
+			msg = errSyntax
+		}
+		if msg != "" {
+			c.w.err(msg)
+			return o, false
+		}
+	}
+	return o, true
+}
+
+// search returns the indexes of the matches of v in l that LPOS answers:
+// from the end if the rank is negative, skipping rank-1 matches, at most
+// count of them (0: all; -1: one), looking at most at maxlen elements.
+func (o lposOpts) search(l *deque, v []byte) []int64 {
 	n := l.len()
-	want := count
-	if want == 0 {
-		want = int64(n) // all of them
-	}
-	if count == -1 {
+	want := o.count
+	switch want {
+	case 0:
+		want = int64(n)
+	case -1:
 		want = 1
 	}
-	skip := rank - 1
-	step, i := 1, 0
-	if rank < 0 {
-		skip, step, i = -rank-1, -1, n-1
+	skip, step, i := o.rank-1, 1, 0
+	if o.rank < 0 {
+		skip, step, i = -o.rank-1, -1, n-1
 	}
-	for checked := int64(0); i >= 0 && i < n && int64(len(found)) < want && (maxlen == 0 || checked < maxlen); i, checked = i+step, checked+1 {
-		if !bytes.Equal(l.at(i), args[2]) {
-			continue
-		}
-		if skip > 0 {
+	var found []int64
+	for checked := int64(0); i >= 0 && i < n && int64(len(found)) < want && (o.maxlen == 0 || checked < o.maxlen); i, checked = i+step, checked+1 {
+		switch {
+		case !bytes.Equal(l.at(i), v):
+		case skip > 0:
 			skip--
-			continue
+		default:
+			found = append(found, int64(i))
 		}
-		found = append(found, int64(i))
 	}
-	if count == -1 {
-		if len(found) == 0 {
-			c.w.nullBulk()
-			return
-		}
-		c.w.int(found[0])
-		return
-	}
-	c.w.arrayLen(len(found))
-	for _, f := range found {
-		c.w.int(f)
-	}
+	return found
 }
 
 // whereArg parses LEFT or RIGHT.
@@ -424,16 +456,11 @@ func (s *server) move(src, dst string, fromLeft, toLeft bool) (v []byte, wrong b
 		return nil, true
 	}
 	v = sl.pop(fromLeft)
-	s.db.touched(src)
-	if src == dst {
-		sl.push(v, toLeft) // never empty: it just had v
-	} else {
-		s.db.afterPop(src, sl)
-		dl.push(v, toLeft)
-		if created {
-			s.db.storeList(dst, dl)
-		}
+	dl.push(v, toLeft) // dl is sl if src is dst
+	if created {
+		s.db.storeList(dst, dl)
 	}
+	s.db.removed(src, sl) // after the push, as Redis: a list moved onto itself stays
 	s.db.listWritten(dst)
 	return v, false
 }
@@ -455,8 +482,8 @@ func moveEnds(c *client, args [][]byte, fixed bool) (fromLeft, toLeft, ok bool) 
 	return fromLeft, toLeft, true
 }
 
-// lmove is LMOVE, and RPOPLPUSH (fixed ends).
-func lmove(fixed bool) func(s *server, c *client, args [][]byte) {
+// lmoveCmd is LMOVE, and RPOPLPUSH (fixed ends).
+func lmoveCmd(fixed bool) func(s *server, c *client, args [][]byte) {
 	return func(s *server, c *client, args [][]byte) {
 		fromLeft, toLeft, ok := moveEnds(c, args, fixed)
 		if !ok {
@@ -532,29 +559,13 @@ func (s *server) mpopFrom(c *client, m mpopArgs) (done bool) {
 		if l == nil || l.len() == 0 {
 			continue
 		}
-		s.writeMpop(c, key, l, m)
+		s.popAndReply(c, key, l, m.left, int(min(m.count, int64(l.len()))), replyKeyElements)
 		return true
 	}
 	return false
 }
 
-// writeMpop pops from key's list l and writes LMPOP's reply.
-func (s *server) writeMpop(c *client, key string, l *deque, m mpopArgs) {
-	n := int(min(m.count, int64(l.len())))
-	c.w.arrayLen(2)
-	c.w.bulkString(key)
-	c.w.arrayLen(n)
-	vals := make([][]byte, n)
-	for i := range n {
-		vals[i] = l.pop(m.left)
-		c.w.bulk(vals[i])
-	}
-	c.took(key, m.left, vals...)
-	s.db.touched(key)
-	s.db.afterPop(key, l)
-}
-
-func lmpop(s *server, c *client, args [][]byte) {
+func lmpopCmd(s *server, c *client, args [][]byte) {
 	m, ok := parseMpop(c, args[1:])
 	if !ok {
 		return

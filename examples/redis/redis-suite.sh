@@ -5,6 +5,9 @@
 #
 #   ./redis-suite.sh           # set up if need be, then run
 #   ./redis-suite.sh --setup   # set up only (CI times the run apart)
+#   ./redis-suite.sh --runs N [--only NAME] [--server ours|redis] [--unmodified]
+#                              # the suite (or one test) N times in a row against
+#                              # one server, failures counted per test
 #
 # It adds a deb-src entry for the suites the machine's Debian sources name,
 # installs dpkg-dev, tcl, redis-server and redis-tools, and fetches Redis's
@@ -54,10 +57,29 @@ trap 'kill "${server:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
 out=${REDIS_SUITE_OUT:-$work}
 mkdir -p "$out/ours" "$out/redis"
 
-setup
-if [[ ${1:-} == --setup ]]; then
-	exit 0
+runs=0 only="" side=ours modified=1
+while [[ $# -gt 0 ]]; do
+	case $1 in
+	--setup)
+		setup
+		exit 0
+		;;
+	--runs) runs=$2 && shift ;;
+	--only) only=$2 && shift ;;
+	--server) side=$2 && shift ;;
+	--unmodified) modified=0 ;;
+	*)
+		echo "redis-suite: unknown argument $1 (see the head of $0)" >&2
+		exit 2
+		;;
+	esac
+	shift
+done
+if ! [[ $runs =~ ^[0-9]+$ ]] || [[ $side != ours && $side != redis ]] || [[ $runs == 0 && ( -n $only || $side != ours ) ]]; then
+	echo "redis-suite: --runs takes a count; --only and --server go with --runs; --server is ours or redis" >&2
+	exit 2
 fi
+setup
 src=${REDIS_SRC:-}
 if [[ -n $src ]]; then # a copy: the stopgap below changes a test file
 	cp -r "$src" "$work/redis-src"
@@ -72,43 +94,60 @@ else
 	fi
 fi
 # The stopgap (issue 50, item 0, until the example serves every connection
-# from one event loop): "BRPOPLPUSH does not affect WATCH while still
-# blocked" sends EXEC on one connection and then, without reading its reply,
-# LPUSH on another. Redis runs them in that order because its one thread
+# from one event loop). Two tests send a command on one connection and then,
+# without reading its reply, another command on another, and count on the
+# server running them in that order. Redis does, because its one thread
 # reads ready sockets in the order the poller reports them; with a goroutine
-# per connection the LPUSH can take the server's lock first (11 of 60 runs
-# failed so). Redis promises no order across connections, and Valkey changed
-# the test for its I/O threads (valkey#758) to wait until CLIENT LIST shows
-# that EXEC has run before the LPUSH. The same wait is put in here, for both
-# servers, and said; an unchanged test file fails the run rather than flake.
+# per connection the second can take the server's lock first. Redis promises
+# no order across connections. The script makes each test wait for what it
+# counts on, against both servers, and says so; a test file whose text has
+# moved fails the run rather than flake.
+#
+#   "BRPOPLPUSH does not affect WATCH while still blocked" (EXEC, then LPUSH;
+#   failed 17 of 60 runs alone here, 0 against redis-server) waits until
+#   CLIENT LIST shows that EXEC has run, as Valkey's change for its I/O
+#   threads does (valkey#758).
+#   "BRPOPLPUSH with multiple blocked clients" (one BRPOPLPUSH, then another,
+#   then LPUSH, the first to a key of the wrong type; hung 12 of 60 runs alone
+#   here, when the second blocked first and took the element, 0 of 60 against
+#   redis-server) waits until each has blocked before the next command.
 stopgap() {
 	local file=$1/tests/unit/type/list.tcl
 	awk '
-		/test "BRPOPLPUSH does not affect WATCH while still blocked"/ {inside = 1}
+		/test "BRPOPLPUSH does not affect WATCH while still blocked"/ {watch = 1}
+		/test "BRPOPLPUSH with multiple blocked clients"/ {multi = 1}
 		{print}
-		inside && /^[ \t]*\$watching_client exec[ \t]*$/ {
+		watch && /^[ \t]*\$watching_client exec[ \t]*$/ {
 			print "        # redis-suite.sh: wait until EXEC has run, as valkey#758 does."
 			print "        wait_for_condition 100 10 {"
 			print "            [llength [lsearch -all [split [string trim [r client list]] \"\\r\\n\"] *cmd=exec*]] == 1"
 			print "        } else {"
 			print "            fail \"EXEC did not run\""
 			print "        }"
-			inside = 0; n++
+			watch = 0; n++
 		}
-		END {if (n != 1) exit 1}
+		multi && /^[ \t]*\$rd[12] brpoplpush blist\{t\} target[12]\{t\} 0[ \t]*$/ {
+			print "        wait_for_blocked_clients_count " ++blocked " ;# redis-suite.sh: in the order sent"
+			if (blocked == 2) {multi = 0; n++}
+		}
+		END {if (n != 2) exit 1}
 	' "$file" >"$file.stopgap" || {
-		echo "redis-suite: $file no longer has the WATCH test this script changes; update the stopgap" >&2
+		echo "redis-suite: $file no longer has the two tests this script changes as it expects; update the stopgap" >&2
 		exit 1
 	}
 	mv "$file.stopgap" "$file"
-	echo "redis-suite: stopgap (issue 50, item 0): \"BRPOPLPUSH does not affect WATCH while still blocked\" waits until CLIENT LIST shows EXEC has run before its LPUSH (valkey#758's change), against both servers"
+	echo "redis-suite: stopgap (issue 50, item 0), against both servers: \"BRPOPLPUSH does not affect WATCH while still blocked\" waits until CLIENT LIST shows EXEC has run before its LPUSH (valkey#758's change); \"BRPOPLPUSH with multiple blocked clients\" waits until each BRPOPLPUSH has blocked before the next command"
 }
 
 if [[ $(redis-server --version) != *v=7.0.15* ]]; then
 	echo "redis-suite: redis-server is not 7.0.15: $(redis-server --version)" >&2
 	exit 1
 fi
-stopgap "$src"
+if [[ $modified == 1 ]]; then
+	stopgap "$src"
+else
+	echo "redis-suite: the tests as Redis 7.0.15 ships them (--unmodified: no stopgap)"
+fi
 go build -o "$work/server" .
 
 # start runs a server (ours or redis) and sets server (its pid) and port.
@@ -145,15 +184,71 @@ stop() {
 	server=
 }
 
+# suite runs the test files (or the tests named $only) against the running
+# server, each file's log in $1.
+suite() {
+	local f args=()
+	if [[ -n $only ]]; then args=(--only "$only"); fi
+	for f in "${files[@]}"; do
+		# test_helper.tcl takes port 21079 for its own clients: a tclsh left
+		# over from a killed run would hold it, and every run after fail.
+		pkill -f 'tclsh tests/test_helper.tcl' 2>/dev/null || true
+		(cd "$src" && timeout "${REDIS_SUITE_FILE_TIMEOUT:-150}" tclsh tests/test_helper.tcl --host 127.0.0.1 --port "$port" --singledb --single "unit/type/$f" \
+			--clients 1 --tags -needs:debug --tags -needs:repl --ignore-encoding --ignore-digest "${args[@]}" >"$1/$f.log" 2>&1) || true
+	done
+}
+
+# verdicts prints a run's logs' test lines without colours: [ok], [err],
+# [exception], [skip].
+verdicts() { cat "$1"/*.log | sed 's/\x1b\[[0-9;]*m//g'; }
+
+# failures prints a run's failures, one a line: each test that failed (an
+# [err] or an [exception]), and each file that never reached its end (a
+# test that hung until the timeout), with the last test that passed.
+failures() {
+	local f log last
+	verdicts "$1" | grep -E '^\[(err|exception)\]' | sed -E 's/^\[(err|exception)\]:? *//; s/ in tests\/unit.*$//' || true
+	for f in "${files[@]}"; do
+		log=$1/$f.log
+		if ! grep -q 'All tests passed without errors' "$log" && ! grep -qE '\[(err|exception)\]' "$log"; then
+			last=$(sed 's/\x1b\[[0-9;]*m//g' "$log" | grep '^\[ok\]' | tail -1 | sed -E 's/^\[ok\]: //; s/ \([0-9]+ ms\)$//')
+			echo "unit/type/$f did not finish (hung?); the last test passed: ${last:-none}"
+		fi
+	done
+}
+
+if [[ $runs -gt 0 ]]; then
+	failed_runs=0
+	: >"$out/failures"
+	for run in $(seq "$runs"); do
+		mkdir -p "$out/run$run"
+		start "$side"
+		began=$SECONDS
+		suite "$out/run$run"
+		stop
+		passed=$(verdicts "$out/run$run" | grep -c '^\[ok\]' || true)
+		bad=$(failures "$out/run$run")
+		if [[ -n $bad || $passed == 0 ]]; then
+			failed_runs=$((failed_runs + 1))
+			printf '%s\n' "${bad:-no test passed}" >>"$out/failures"
+		fi
+		echo "redis-suite: $side, run $run of $runs: $passed passed, $(grep -c . <<<"$bad" || true) failed, in $((SECONDS - began)) s"
+	done
+	echo "redis-suite: $side: $((runs - failed_runs)) of $runs runs passed every test${only:+ (only \"$only\")}"
+	if [[ -s $out/failures ]]; then
+		echo "redis-suite: failures per test:"
+		sort "$out/failures" | uniq -c | sort -rn
+		exit 1
+	fi
+	exit 0
+fi
+
 for side in redis ours; do
 	start "$side"
 	began=$SECONDS
-	for f in "${files[@]}"; do
-		(cd "$src" && timeout 150 tclsh tests/test_helper.tcl --host 127.0.0.1 --port "$port" --singledb --single "unit/type/$f" \
-			--clients 1 --tags -needs:debug --tags -needs:repl --ignore-encoding --ignore-digest >"$out/$side/$f.log" 2>&1) || true
-	done
+	suite "$out/$side"
 	stop
-	passed=$(cat "$out/$side"/*.log | sed 's/\x1b\[[0-9;]*m//g' | grep -c '^\[ok\]' || true)
+	passed=$(verdicts "$out/$side" | grep -c '^\[ok\]' || true)
 	echo "redis-suite: $side: $passed tests passed in $((SECONDS - began)) s"
 done
 

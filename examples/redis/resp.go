@@ -362,78 +362,65 @@ func parseInt(b []byte) (int64, bool) {
 // reports false for unbalanced quotes.
 func splitArgs(line []byte) ([][]byte, bool) {
 	var args [][]byte
-	i := 0
-	for {
+	for i := 0; ; {
 		for i < len(line) && isSpace(line[i]) {
 			i++
 		}
 		if i == len(line) {
 			return args, true
 		}
-		var arg []byte
-		inq, insq := false, false
-		for done := false; !done; {
-			switch {
-			case inq:
-				if i == len(line) {
-					return nil, false
-				}
-				switch c := line[i]; {
-				case c == '\\' && i+3 < len(line) && line[i+1] == 'x' && isHex(line[i+2]) && isHex(line[i+3]):
-					arg = append(arg, hexVal(line[i+2])<<4|hexVal(line[i+3]))
-					i += 3
-				case c == '\\' && i+1 < len(line):
-					i++
-					arg = append(arg, unescape(line[i]))
-				case c == '"':
-					if i+1 < len(line) && !isSpace(line[i+1]) {
-						return nil, false // a closing quote must be followed by a space or nothing
-					}
-					done = true
-				default:
-					arg = append(arg, c)
-				}
-			case insq:
-				if i == len(line) {
-					return nil, false
-				}
-				switch c := line[i]; {
-				case c == '\\' && i+1 < len(line) && line[i+1] == '\'':
-					i++
-					arg = append(arg, '\'')
-				case c == '\'':
-					if i+1 < len(line) && !isSpace(line[i+1]) {
-						return nil, false
-					}
-					done = true
-				default:
-					arg = append(arg, c)
-				}
-			default:
-				if i == len(line) {
-					done = true
-					continue
-				}
-				switch c := line[i]; c {
-				case ' ', '\n', '\r', '\t', 0:
-					done = true
-				case '"':
-					inq = true
-				case '\'':
-					insq = true
-				default:
-					arg = append(arg, c)
-				}
-			}
-			if i < len(line) {
-				i++
-			}
+		arg, next, ok := nextArg(line, i)
+		if !ok {
+			return nil, false
 		}
-		if arg == nil {
-			arg = []byte{}
-		}
-		args = append(args, arg)
+		args, i = append(args, arg), next
 	}
+}
+
+// nextArg reads the argument that starts at line[i], plain until a space,
+// unless a quote opens (quotedArg), and returns it and where the next may
+// start.
+func nextArg(line []byte, i int) (arg []byte, next int, ok bool) {
+	arg = []byte{}
+	for ; i < len(line); i++ {
+		switch c := line[i]; c {
+		case ' ', '\n', '\r', '\t', 0:
+			return arg, i + 1, true
+		case '"', '\'':
+			return quotedArg(line, i+1, c, arg)
+		default:
+			arg = append(arg, c)
+		}
+	}
+	return arg, i, true
+}
+
+// quotedArg reads the rest of arg from line[i], inside the quote q: in
+// "double quotes" the escapes \xHH and \c (unescape), in 'single quotes'
+// only \'. The closing quote ends the argument and must be followed by a
+// space or the end; a quote never closed fails.
+func quotedArg(line []byte, i int, q byte, arg []byte) ([]byte, int, bool) {
+	for ; i < len(line); i++ {
+		switch c := line[i]; {
+		case q == '"' && c == '\\' && i+3 < len(line) && line[i+1] == 'x' && isHex(line[i+2]) && isHex(line[i+3]):
+			arg = append(arg, hexVal(line[i+2])<<4|hexVal(line[i+3]))
+			i += 3
+		case q == '"' && c == '\\' && i+1 < len(line):
+			i++
+			arg = append(arg, unescape(line[i]))
+		case q == '\'' && c == '\\' && i+1 < len(line) && line[i+1] == '\'':
+			i++
+			arg = append(arg, '\'')
+		case c == q:
+			if i+1 < len(line) && !isSpace(line[i+1]) {
+				return nil, 0, false
+			}
+			return arg, i + 1, true
+		default:
+			arg = append(arg, c)
+		}
+	}
+	return nil, 0, false
 }
 
 func isSpace(c byte) bool {

@@ -18,37 +18,10 @@ func draw(dir string, samples []sample) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	var fixed []int
+	if err := drawLatency(dir, samples); err != nil {
+		return err
+	}
 	all := rateList(samples)
-	for _, r := range all {
-		if r > 0 {
-			fixed = append(fixed, r)
-		}
-	}
-	lat := plot.New()
-	lat.Title.Text = "BLPOP hand-off, push to pop (64 clients blocked; medians of runs)"
-	lat.X.Label.Text = "elements per second"
-	lat.Y.Label.Text = "latency (ms)"
-	var latArgs []any
-	for _, system := range systems {
-		var p50, p99 plotter.XYs
-		for _, rate := range fixed {
-			m := medians(samples, system, "handoff", rate)
-			p50 = append(p50, plotter.XY{X: float64(rate), Y: m["lat_p50_ms"]})
-			p99 = append(p99, plotter.XY{X: float64(rate), Y: m["lat_p99_ms"]})
-		}
-		latArgs = append(latArgs, labels[system]+" p50", p50, labels[system]+" p99", p99)
-	}
-	if err := plotutil.AddLinePoints(lat, latArgs...); err != nil {
-		return err
-	}
-	lat.Legend.Top, lat.Legend.Left = true, true
-	lat.Y.Min = 0
-	lat.Y.Max *= 1.5 // room for the legend
-	if err := lat.Save(7*vg.Inch, 4*vg.Inch, filepath.Join(dir, "redis_handoff_latency.png")); err != nil {
-		return err
-	}
-
 	cpu := plot.New()
 	cpu.Title.Text = "Server CPU per element handed off (medians of runs)"
 	cpu.Y.Label.Text = "CPU (us)"
@@ -104,4 +77,35 @@ func bars(p *plot.Plot, names []string, value func(system string, i int) float64
 	p.Y.Min = 0
 	p.Y.Max *= 1.3
 	return nil
+}
+
+// drawLatency draws push-to-pop p50 and p99 against the fixed rates.
+func drawLatency(dir string, samples []sample) error {
+	var fixed []int
+	for _, r := range rateList(samples) {
+		if r > 0 {
+			fixed = append(fixed, r)
+		}
+	}
+	lat := plot.New()
+	lat.Title.Text = "BLPOP hand-off, push to pop (64 clients blocked; medians of runs)"
+	lat.X.Label.Text = "elements per second"
+	lat.Y.Label.Text = "latency (ms)"
+	var latArgs []any
+	for _, system := range systems {
+		var p50, p99 plotter.XYs
+		for _, rate := range fixed {
+			m := medians(samples, system, "handoff", rate)
+			p50 = append(p50, plotter.XY{X: float64(rate), Y: m["lat_p50_ms"]})
+			p99 = append(p99, plotter.XY{X: float64(rate), Y: m["lat_p99_ms"]})
+		}
+		latArgs = append(latArgs, labels[system]+" p50", p50, labels[system]+" p99", p99)
+	}
+	if err := plotutil.AddLinePoints(lat, latArgs...); err != nil {
+		return err
+	}
+	lat.Legend.Top, lat.Legend.Left = true, true
+	lat.Y.Min = 0
+	lat.Y.Max *= 1.5 // room for the legend
+	return lat.Save(7*vg.Inch, 4*vg.Inch, filepath.Join(dir, "redis_handoff_latency.png"))
 }

@@ -40,27 +40,12 @@ const consumerTimeout = "1"
 
 func runHandoff(s *server, cfg handoffConfig) (map[string]float64, error) {
 	var pushed, popped atomic.Int64
-	cons := make([]*consumer, cfg.consumers)
 	errc := make(chan error, cfg.consumers+cfg.producers)
-	var cwg sync.WaitGroup
-	for i := range cons {
-		c, err := dialConsumer(s.addr)
-		if err != nil {
-			return nil, err
-		}
-		cons[i] = c
-		cwg.Go(func() {
-			if err := c.run(&popped); err != nil {
-				errc <- err
-			}
-		})
+	cons, stop, err := startConsumers(s.addr, cfg.consumers, &popped, errc)
+	if err != nil {
+		return nil, err
 	}
-	defer func() {
-		for _, c := range cons {
-			c.conn.Close()
-		}
-		cwg.Wait()
-	}()
+	defer stop()
 	ctl, err := dialRaw(s.addr)
 	if err != nil {
 		return nil, err
@@ -85,10 +70,9 @@ func runHandoff(s *server, cfg handoffConfig) (map[string]float64, error) {
 		})
 	}
 	pwg.Wait()
-	window := time.Since(begin)
-	n, poppedInWindow := pushed.Load(), popped.Load()
+	k := handoffCounts{window: time.Since(begin), pushed: pushed.Load(), poppedInWindow: popped.Load()}
 	// Drain: every element pushed is popped, or the server lost it.
-	for deadline := time.Now().Add(5 * time.Second); popped.Load() < n && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(5 * time.Second); popped.Load() < k.pushed && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}
 	cpu1, err := s.cpu()
@@ -100,13 +84,52 @@ func runHandoff(s *server, cfg handoffConfig) (map[string]float64, error) {
 		return nil, err
 	default:
 	}
-	left, err := ctl.int("LLEN", "q")
-	if err != nil {
+	if k.left, err = ctl.int("LLEN", "q"); err != nil {
 		return nil, err
 	}
+	k.popped, k.cpu = popped.Load(), cpu1-cpu0
+	return handoffMetrics(cfg, cons, k), nil
+}
 
-	var lat []int64
-	var seqs []int64
+// startConsumers connects n consumers, each blocking in BLPOP on its own
+// goroutine; stop closes them and waits for their goroutines.
+func startConsumers(addr string, n int, popped *atomic.Int64, errc chan<- error) (cons []*consumer, stop func(), err error) {
+	var wg sync.WaitGroup
+	stop = func() {
+		for _, c := range cons {
+			c.conn.Close()
+		}
+		wg.Wait()
+	}
+	for range n {
+		c, err := dialConsumer(addr)
+		if err != nil {
+			stop()
+			return nil, nil, err
+		}
+		cons = append(cons, c)
+		wg.Go(func() {
+			if err := c.run(popped); err != nil {
+				errc <- err
+			}
+		})
+	}
+	return cons, stop, nil
+}
+
+// handoffCounts is what a hand-off run counted.
+type handoffCounts struct {
+	window                 time.Duration // the producers' window
+	pushed, poppedInWindow int64         // by the window's end
+	popped, left           int64         // once drained, and what the list kept
+	cpu                    time.Duration // the server's, window and drain
+}
+
+// handoffMetrics is a run's results: counts, rates, push-to-pop latency,
+// elements lost or popped twice, CPU per element, and whether the server
+// kept up.
+func handoffMetrics(cfg handoffConfig, cons []*consumer, k handoffCounts) map[string]float64 {
+	var lat, seqs []int64
 	for _, c := range cons {
 		c.mu.Lock()
 		lat = append(lat, c.lat...)
@@ -121,35 +144,25 @@ func runHandoff(s *server, cfg handoffConfig) (map[string]float64, error) {
 		}
 	}
 	slices.Sort(lat)
-	got := popped.Load()
+	n, w := k.pushed, k.window.Seconds()
 	m := map[string]float64{
-		"pushed":              float64(n),
-		"popped":              float64(got),
-		"left_in_list":        float64(left),
-		"lost":                float64(n - got - left),
-		"twice":               float64(twice),
-		"pushed_per_s":        float64(n) / window.Seconds(),
-		"popped_per_s":        float64(poppedInWindow) / window.Seconds(),
-		"lat_p50_ms":          quantileMs(lat, 0.50),
-		"lat_p99_ms":          quantileMs(lat, 0.99),
-		"lat_p999_ms":         quantileMs(lat, 0.999),
-		"cpu_us_per_element":  float64((cpu1 - cpu0).Microseconds()) / float64(max(got, 1)),
-		"backlog_at_end":      float64(n - poppedInWindow),
-		"window_s":            window.Seconds(),
-		"keeps_up":            0,
-		"consumers":           float64(cfg.consumers),
-		"producers":           float64(cfg.producers),
-		"target_rate_per_sec": float64(cfg.rate),
+		"pushed": float64(n), "popped": float64(k.popped), "left_in_list": float64(k.left),
+		"lost": float64(n - k.popped - k.left), "twice": float64(twice),
+		"pushed_per_s": float64(n) / w, "popped_per_s": float64(k.poppedInWindow) / w,
+		"lat_p50_ms": quantileMs(lat, 0.50), "lat_p99_ms": quantileMs(lat, 0.99), "lat_p999_ms": quantileMs(lat, 0.999),
+		"cpu_us_per_element": float64(k.cpu.Microseconds()) / float64(max(k.popped, 1)),
+		"backlog_at_end":     float64(n - k.poppedInWindow), "window_s": w, "keeps_up": 0,
+		"consumers": float64(cfg.consumers), "producers": float64(cfg.producers), "target_rate_per_sec": float64(cfg.rate),
 	}
 	// Kept up: the producers pushed at the rate (97 %), what was pushed
 	// and not yet popped when they stopped is at most 100 ms of it, and
 	// push-to-pop p50 is under 10 ms (W5sweep's bound in bench/).
 	if cfg.rate == 0 || float64(n) >= 0.97*float64(cfg.rate)*cfg.duration.Seconds() &&
-		float64(n-poppedInWindow) <= max(float64(cfg.consumers), float64(cfg.rate)/10) &&
+		float64(n-k.poppedInWindow) <= max(float64(cfg.consumers), float64(cfg.rate)/10) &&
 		m["lat_p50_ms"] < 10 {
 		m["keeps_up"] = 1
 	}
-	return m, nil
+	return m
 }
 
 func quantileMs(sorted []int64, q float64) float64 {
@@ -220,31 +233,15 @@ func produce(addr string, cfg handoffConfig, seq, pushed, popped *atomic.Int64) 
 	defer conn.Close()
 	acks := make(chan error, 1)
 	var sent atomic.Int64
-	go func() { // the replies, one integer each, until the connection closes
-		r := bufio.NewReader(conn)
-		for {
-			line, err := r.ReadSlice('\n')
-			if err != nil {
-				acks <- err
-				return
-			}
-			if line[0] != ':' {
-				acks <- fmt.Errorf("producer: LPUSH answered %q", line)
-				return
-			}
-			sent.Add(-1)
-		}
-	}()
+	go readAcks(conn, &sent, acks)
 	var buf []byte
 	begin := time.Now()
 	rate := float64(cfg.rate) / float64(cfg.producers)
 	done := int64(0)
 	for elapsed := time.Duration(0); elapsed < cfg.duration; elapsed = time.Since(begin) {
-		var due int64
+		due := int64(cfg.consumers) - (pushed.Load() - popped.Load()) // closed loop: one each
 		if cfg.rate > 0 {
 			due = int64(rate*elapsed.Seconds()) - done
-		} else {
-			due = int64(cfg.consumers) - (pushed.Load() - popped.Load())
 		}
 		due = min(due, 256)
 		if due <= 0 {
@@ -281,6 +278,24 @@ func produce(addr string, cfg handoffConfig, seq, pushed, popped *atomic.Int64) 
 		time.Sleep(100 * time.Microsecond)
 	}
 	return nil
+}
+
+// readAcks reads a producer's replies, one integer each, uncounting each
+// from sent, until the connection closes or a reply is not an integer.
+func readAcks(conn net.Conn, sent *atomic.Int64, acks chan<- error) {
+	r := bufio.NewReader(conn)
+	for {
+		line, err := r.ReadSlice('\n')
+		if err != nil {
+			acks <- err
+			return
+		}
+		if line[0] != ':' {
+			acks <- fmt.Errorf("producer: LPUSH answered %q", line)
+			return
+		}
+		sent.Add(-1)
+	}
 }
 
 // raw is a control client: one command at a time.

@@ -80,31 +80,10 @@ func main() {
 	// its CPU off the servers' (both servers' runs alike).
 	debug.SetGCPercent(800)
 
-	var res results
-	if *from != "" {
-		b, err := os.ReadFile(*from)
-		if err == nil {
-			err = json.Unmarshal(b, &res)
-		}
-		if err != nil {
-			log.Fatal(err)
-		}
-	} else {
-		rs, sw := rateFlag("rates", *rates), rateFlag("sweep", *sweep)
-		dir, err := os.MkdirTemp("", "redis-loadtest")
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer os.RemoveAll(dir)
-		bins, err := build(dir)
-		if err != nil {
-			log.Fatal(err)
-		}
-		res.Meta = meta()
-		res.Samples, err = measure(bins, plan{rs, *duration, sw, *sweepDuration, *runs, *consumers, *producers, *requests, *queryBuf}, *profileDir)
-		if err != nil {
-			log.Fatal(err)
-		}
+	res, err := collect(*from, plan{rateFlag("rates", *rates), *duration, rateFlag("sweep", *sweep), *sweepDuration,
+		*runs, *consumers, *producers, *requests, *queryBuf}, *profileDir)
+	if err != nil {
+		log.Fatal(err)
 	}
 	report(os.Stdout, res.Samples)
 	if *jsonOut != "" {
@@ -125,6 +104,30 @@ func main() {
 			}
 		}
 	}
+}
+
+// collect reads the results from a JSON file, if from names one, or
+// measures them: it builds both servers and runs the plan.
+func collect(from string, p plan, profileDir string) (res results, err error) {
+	if from != "" {
+		b, err := os.ReadFile(from)
+		if err == nil {
+			err = json.Unmarshal(b, &res)
+		}
+		return res, err
+	}
+	dir, err := os.MkdirTemp("", "redis-loadtest")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(dir)
+	bins, err := build(dir)
+	if err != nil {
+		return res, err
+	}
+	res.Meta = meta()
+	res.Samples, err = measure(bins, p, profileDir)
+	return res, err
 }
 
 // rateFlag parses a comma-separated list of rates.

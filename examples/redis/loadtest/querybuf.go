@@ -29,45 +29,9 @@ func runQueryBuffer(s *server) (map[string]float64, error) {
 	peak.Store(base)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(5 * time.Millisecond):
-			}
-			if r, err := s.rss(); err == nil && r > peak.Load() {
-				peak.Store(r)
-			}
-		}
-	})
-	var pings, pingFailures, pingMax atomic.Int64
-	wg.Go(func() {
-		c, err := dialRaw(s.addr)
-		if err != nil {
-			pingFailures.Add(1)
-			return
-		}
-		defer c.Close()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-			begin := time.Now()
-			c.SetDeadline(begin.Add(time.Second))
-			if l, err := c.line("PING"); err != nil || l != "+PONG" {
-				pingFailures.Add(1)
-				return
-			}
-			pings.Add(1)
-			if d := int64(time.Since(begin)); d > pingMax.Load() {
-				pingMax.Store(d)
-			}
-		}
-	})
-
+	wg.Go(func() { watchRSS(s, &peak, stop) })
+	var p pinger
+	wg.Go(func() { p.run(s.addr, stop) })
 	sent, closed, err := fillQueryBuffer(s.addr)
 	close(stop)
 	wg.Wait()
@@ -79,14 +43,62 @@ func runQueryBuffer(s *server) (map[string]float64, error) {
 		"peak_rss_mb":    float64(peak.Load()) / (1 << 20),
 		"sent_mb":        float64(sent) / (1 << 20),
 		"closed":         0,
-		"pings_answered": float64(pings.Load()),
-		"ping_failures":  float64(pingFailures.Load()),
-		"ping_max_ms":    float64(pingMax.Load()) / 1e6,
+		"pings_answered": float64(p.pings.Load()),
+		"ping_failures":  float64(p.failures.Load()),
+		"ping_max_ms":    float64(p.max.Load()) / 1e6,
 	}
 	if closed {
 		m["closed"] = 1
 	}
 	return m, nil
+}
+
+// watchRSS keeps the server's peak resident set in peak, read every 5 ms
+// until stop closes.
+func watchRSS(s *server, peak *atomic.Int64, stop <-chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+		if r, err := s.rss(); err == nil && r > peak.Load() {
+			peak.Store(r)
+		}
+	}
+}
+
+// pinger is another client, which PINGs every 20 ms while one fills its
+// query buffer: how long the server keeps every other client waiting.
+type pinger struct {
+	pings, failures atomic.Int64
+	max             atomic.Int64 // the slowest PING, ns
+}
+
+func (p *pinger) run(addr string, stop <-chan struct{}) {
+	c, err := dialRaw(addr)
+	if err != nil {
+		p.failures.Add(1)
+		return
+	}
+	defer c.Close()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+		begin := time.Now()
+		c.SetDeadline(begin.Add(time.Second))
+		if l, err := c.line("PING"); err != nil || l != "+PONG" {
+			p.failures.Add(1)
+			return
+		}
+		p.pings.Add(1)
+		if d := int64(time.Since(begin)); d > p.max.Load() {
+			p.max.Store(d)
+		}
+	}
 }
 
 // fillQueryBuffer sends *4 and three 512 MB bulks, until the server closes
