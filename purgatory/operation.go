@@ -289,7 +289,10 @@ func (o *Op) endAt(g gen, impl Operation, outcome Outcome) bool {
 //  4. If one does, the claim hands the use to it (hand): that walk applies
 //     the outcome once its try has said no (soloMove), when it next meets
 //     the entry (stepApply), right after its current try (takeHanded), or
-//     as it leaves k; if its try passes, it claims Completed instead.
+//     as it leaves k; if its try passes, it claims Completed instead. A
+//     walk that has left k takes nothing if another holds k by then: the
+//     uses are that walk's, which may be trying one of them (2), and which
+//     applies them in the same ways.
 //  5. If none does, no walk is trying the use: one that took k before 3's
 //     look has let go, and one that takes k after it reads the state after
 //     3's leaving (2), finds the outcome left and applies it without a try.

@@ -207,8 +207,9 @@ type walkList interface {
 	// (not only a hand-off's).
 	leave(handOff bool, passed int) (ops []entry, again, all bool)
 	// takeHanded returns the solo uses handed to the walk with an outcome
-	// left (Op.handToWalk), and forgets them.
-	takeHanded() []entry
+	// left (Op.handToWalk), and forgets them; after the walk has let go
+	// (gone), none if another walk holds the list by now.
+	takeHanded(gone bool) []entry
 }
 
 // run tries the operations, and goes over the list again for as long as
@@ -222,7 +223,7 @@ func (w *tryWalk) run() {
 		if !again {
 			l := w.list
 			w.list = nil
-			applyAll(l.takeHanded()) // after leave let go: see hand
+			applyAll(l.takeHanded(true)) // after leave let go: see hand
 			return
 		}
 		w.handOff = !all
@@ -254,7 +255,7 @@ func (w *tryWalk) tryEach() {
 			no = true
 		}
 		if handedIn(w.word.Load()) {
-			applyAll(w.list.takeHanded())
+			applyAll(w.list.takeHanded(false))
 		}
 		if no && w.handOff {
 			return

@@ -277,13 +277,23 @@ func (l *watchList[K]) hand(e entry) []entry {
 }
 
 // takeHanded returns the uses handed to the list's walk, and forgets them:
-// nil, after one atomic load, if there are none.
-func (l *watchList[K]) takeHanded() []entry {
+// nil, after one atomic load, if there are none. A walk calls it while it
+// holds the list, between its tries, and once more after it has let go
+// (gone): then it takes nothing if another walk holds the list by now, for
+// that walk may be trying one of them, without the try bit, at this very
+// moment (a solo use's try); that walk applies them between its tries or as
+// it leaves. The interleaving checker found that race (interleave_test.go,
+// "a walk gone takes the next one's handed uses"): a walk that had let go
+// applied an expiry to a use the next walk was trying, which then passed.
+func (l *watchList[K]) takeHanded(gone bool) []entry {
 	if !l.handedAny() {
 		return nil
 	}
 	l.shard.mu.Lock()
 	defer l.shard.mu.Unlock()
+	if gone && l.walked() {
+		return nil
+	}
 	return l.takeHandedLocked()
 }
 

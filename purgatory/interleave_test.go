@@ -1,0 +1,1080 @@
+package purgatory
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The interleaving checker (issue 49, item 1): every interleaving of a few
+// paths over one operation watched under one key, each path a sequence of
+// atomic steps, the state visited hashed. The moves of the two words are
+// state.go's own pure functions, called through movesTable so that the
+// mutation test can swap in faulty ones; the steps around them (a mutex
+// section, a load, a try, the callbacks) are modelled here, each named after
+// the function it mirrors. A step is atomic where the code's is: one
+// compare-and-swap loop's winning iteration, one load, or one critical
+// section whose only shared access is under its mutex (Op.book's are
+// single steps; the shard mutex is held across hand's two, so it is a lock
+// of the model's own).
+//
+// Modelled (one key, one operation, its uses 0 and 1): TryCompleteElseWatch
+// (bind, the first try, watch, the second try, arming the timeout and the
+// context, conclude: purgatory.add, armTimer, watchContext), a walk over
+// every operation (CheckAndComplete) and a hand-off (HandOff) (walkKey,
+// tryWalk.run, tryEach, try, trySolo, leave, takeHanded), the timeout's fire
+// (expire), the context's callback (contextDone), ForceComplete, the
+// hand-over of a solo use's outcome to a walk (handToWalk, hand, applyAll),
+// complete (detach, the callbacks, finish), and a second use that starts
+// once the first is recycled, met by a stale entry of the first, a parked
+// use (TryCompleteElsePark, then Parked.Wait: its token, its own timer's
+// claim by generation, its leave), CancelForKey and ForceCompleteForKey
+// (remove, which takes the key's list out of the map and leaves a walk the
+// old one, then endAt of each entry) and Close (closed, then endAt of each
+// entry; the add's two looks at closed). Not yet: levels (Advance), a
+// panicking TryComplete (abandon), Locker, and more than one key.
+
+// movesTable is the moves the model makes, state.go's unless a test swaps
+// one for a fault.
+type movesTable struct {
+	bind    func(s, set int64) (int64, bindResult)
+	claim   func(s int64, g gen, out Outcome) (int64, claimed)
+	apply   func(s int64, g gen) (int64, Outcome)
+	acquire func(s int64, g gen) (int64, acquired)
+	settle  func(s int64, ok bool, set int64) (int64, settled)
+	solo    func(s int64, g gen, ok bool) (int64, settled)
+	pin     func(s, pin int64) (int64, bool)
+	unpin   func(s, pin int64) int64
+	step    func(s int64, g gen) step
+	take    func(s int64, all bool) (int64, bool)
+	leave   func(s int64) (int64, bool, bool)
+}
+
+var stateMoves = movesTable{bindMove, claimMove, applyMove, acquireMove, settleMove, soloMove,
+	pinMove, unpinMove, walkStep, takeMove, leaveMove}
+
+// pathKind is what a path does.
+type pathKind uint8
+
+const (
+	pAdd      pathKind = iota // TryCompleteElseWatch of use 0
+	pReuse                    // TryCompleteElseWatch of use 1, once use 0 is recycled
+	pCheck                    // CheckAndComplete
+	pHandOff                  // HandOff
+	pPushHand                 // an item pushed, then HandOff
+	pForce                    // ForceComplete
+	pTimeout                  // the timer's fire, whenever it is set
+	pContext                  // the context's callback, once registered
+	pPark                     // TryCompleteElsePark of use 0, then Parked.Wait, its own timer firing whenever
+	pCancel                   // CancelForKey
+	pForceKey                 // ForceCompleteForKey
+	pClose                    // Close
+)
+
+var pathNames = [...]string{"add", "reuse", "check", "handoff", "push+handoff", "force", "timeout", "context", "park", "cancel", "forcekey", "close"}
+
+// The subroutines' first steps, shared by every path.
+const (
+	pcComplete  = 100 // complete(out) of use g, then retC
+	pcApplyAll  = 110 // applyAll(work), then retA
+	pcHandToW   = 120 // handToWalk of use g, then retH
+	pcDone      = 250
+	maxEntries  = 3
+	noPath      = 0xff
+	timerIdle   = 0
+	timerSet    = 1
+	timerFired  = 2
+	timerStoped = 3
+	// The context's callback (context.AfterFunc), as the timer.
+	ctxNone       = 0
+	ctxRegistered = 1
+	ctxFired      = 2
+	ctxStopped    = 3
+)
+
+// path is one goroutine of the model: where it is, and its locals.
+type path struct {
+	kind             pathKind
+	pc               uint8
+	g                gen // the use it works on
+	ok, no, solo     bool
+	handOff, armedAt bool
+	ctxStop          bool // detach found Op.stopCtx
+	won              bool // the add's try passed: TryCompleteElsePark returns done
+	out              Outcome
+	unpin            int64
+	ops              [maxEntries]gen // a walk's round
+	nops, next       uint8
+	work             [maxEntries]gen // applyAll's
+	nwork            uint8
+	list             int8 // the list a walk holds, or a hand's
+	retC, retA, retH uint8
+}
+
+// useObs is what happened to one use.
+type useObs struct {
+	outcome                Outcome // set by the move that ended it
+	onComplete, expiration uint8
+	completedWith          Outcome
+	passed                 bool  // a try returned true
+	recycled               uint8 // Recycle ran
+	trying                 uint8 // the path whose try runs, + 1
+}
+
+// world is the model's whole state: comparable, so that visited states hash.
+type world struct {
+	state   int64        // Op.state
+	lists   [2]listModel // the key's lists: a removal (CancelForKey) leaves a walk the old one
+	nlists  uint8        // lists made
+	cur     int8         // the list the shard's map holds for the key, or -1
+	first   int8         // Op.first: the list watched, until detach; -1 for none
+	closed  bool         // Purgatory.closed
+	shardMu uint8        // the path holding the shard's mutex, or noPath
+	timer   uint8
+	items   int8 // for deterministic tries: what a push made available
+	choose  bool // tries answer by choice (else by items)
+	noTimer bool // the operations have no timeout
+	withCtx bool // the operations have a context
+	ctx     uint8
+	stopCtx bool   // Op.stopCtx: set under book by watchContext, taken by detach
+	pkUse   uint64 // parking.use: the parked use's generation + 1, or 0
+	pkEnded uint8  // tokens in parking.ended (a buffer of one)
+	fault   walkFault
+	paths   [5]path
+	np      uint8
+	obs     [2]useObs
+}
+
+// listModel is one watch list of the key.
+type listModel struct {
+	word    int64 // its walking word
+	entries [maxEntries]gen
+	nent    uint8
+	handed  [maxEntries]gen // lv.handed
+	nhand   uint8
+}
+
+// walkFault is a fault of a walk's steps, for the mutation test: the
+// model's walks follow the code unless one is set.
+type walkFault uint8
+
+const (
+	noFault           walkFault = iota
+	takeBeforeLeave             // the walk takes its handed uses, then lets go, and takes none after
+	goneTakesHanded             // the walk takes handed uses after it let go though another walk holds the list (the code before the checker)
+	leaveWithoutClaim           // a parked waiter leaves without taking its use back from complete (pk.leave's compare-and-swap)
+)
+
+// violation is a check the model failed.
+type violation string
+
+func (w *world) fail(format string, args ...any) { panic(violation(fmt.Sprintf(format, args...))) }
+
+// setState is every write of Op.state: it checks I1–I4 and records the
+// outcome of the move that ended a use, once.
+func (w *world) setState(next int64) {
+	if err := invariants(next); err != nil {
+		w.fail("%v", err)
+	}
+	prev := w.state
+	w.state = next
+	if genOf(next) != genOf(prev) {
+		return
+	}
+	switch o := &w.obs[genOf(next)]; {
+	case ended(prev) && outcomeOf(prev) != outcomeOf(next):
+		w.fail("use %d's outcome changed from %v to %v", genOf(next), outcomeOf(prev), outcomeOf(next))
+	case !ended(prev) && ended(next):
+		o.outcome = outcomeOf(next)
+	}
+}
+
+func (w *world) use(g gen) *useObs {
+	if g > 1 {
+		w.fail("use %d: the model has uses 0 and 1", g)
+	}
+	return &w.obs[g]
+}
+
+// enabled reports whether path i can take a step, and how many answers its
+// step has (2 for a try by choice).
+func (w *world) enabled(i int) (bool, int) {
+	p := &w.paths[i]
+	switch {
+	case p.pc == pcDone:
+		return false, 0
+	case p.kind == pTimeout && p.pc == 0:
+		return w.timer == timerSet, 1
+	case p.kind == pContext && p.pc == 0:
+		return w.ctx == ctxRegistered, 1
+	case p.kind == pPark && (p.pc == 72 || p.pc == 81):
+		return w.pkEnded > 0, 1
+	case p.kind == pPark && p.pc == 71: // its timer may fire; a token may be there
+		return true, 1 + int(w.pkEnded)
+	case p.kind == pReuse && p.pc == 0:
+		return w.obs[0].recycled > 0, 1
+	case w.needsShard(p) && w.shardMu != noPath && int(w.shardMu) != i:
+		return false, 0
+	case isTry(p) && w.choose:
+		return true, 2
+	}
+	return true, 1
+}
+
+// needsShard reports whether p's next step takes the shard's mutex.
+func (w *world) needsShard(p *path) bool {
+	switch p.pc {
+	case pcHandToW + 2, pcHandToW + 3:
+		return true
+	}
+	switch p.kind {
+	case pAdd, pReuse, pPark:
+		return p.pc == 2
+	case pCancel, pForceKey:
+		return p.pc == 0
+	case pClose:
+		return p.pc == 1
+	case pCheck, pHandOff, pPushHand:
+		return p.pc == 0 || p.pc == 11 || p.pc == 22 || p.pc == 25 || p.pc == 20 && w.fault == takeBeforeLeave
+	}
+	return false
+}
+
+// isTry reports whether p's next step runs TryComplete.
+func isTry(p *path) bool {
+	switch p.kind {
+	case pAdd, pReuse, pPark:
+		return p.pc == 1 || p.pc == 3 || p.pc == 6
+	case pCheck, pHandOff, pPushHand:
+		return p.pc == 2 || p.pc == 7
+	}
+	return false
+}
+
+// try is TryComplete of use g on path i: by choice, or by the items a push
+// made available (it takes one). It checks that it is the use's only try
+// and that the use has not ended.
+func (w *world) try(i int, g gen, answer int) bool {
+	o := w.use(g)
+	switch {
+	case o.trying != 0:
+		w.fail("use %d tried by %s while %s tries it", g, pathNames[w.paths[i].kind], pathNames[w.paths[o.trying-1].kind])
+	case genOf(w.state) == g && ended(w.state), genOf(w.state) != g:
+		w.fail("use %d tried after it ended", g)
+	case o.recycled > 0:
+		w.fail("use %d tried after its Recycle", g)
+	}
+	o.trying = uint8(i) + 1
+	ok := answer == 1
+	if !w.choose {
+		ok = w.items > 0
+		if ok {
+			w.items--
+		}
+	}
+	if ok {
+		o.passed = true
+	}
+	return ok
+}
+
+// tried ends path i's try of use g.
+func (w *world) tried(g gen) { w.use(g).trying = 0 }
+
+// run takes path i's next step, with answer for a try.
+func (w *world) run(i int, answer int) {
+	p := &w.paths[i]
+	if p.pc >= pcComplete {
+		w.subroutine(i, p)
+		return
+	}
+	switch p.kind {
+	case pAdd, pReuse:
+		w.add(i, p, answer)
+	case pPark:
+		if p.pc < 70 || p.pc == 90 {
+			w.add(i, p, answer)
+		} else {
+			w.park(p, answer)
+		}
+	case pCheck, pHandOff, pPushHand:
+		w.walkStep(i, p, answer)
+	case pForce:
+		r, g := w.claimCurrent(Forced)
+		w.end(p, r, g, Forced, pcDone)
+	case pCancel, pForceKey, pClose:
+		w.endWalk(p)
+	case pTimeout:
+		w.fire(p)
+	case pContext:
+		w.contextDone(p)
+	}
+}
+
+// endWalk is CancelForKey and ForceCompleteForKey (shards.remove, then
+// endWalk.run: endAt of each entry), and Close (closed set, then each list's
+// entries, under the shard's mutex, each ended Closed by endAt).
+func (w *world) endWalk(p *path) {
+	out := map[pathKind]Outcome{pCancel: Cancelled, pForceKey: Forced, pClose: Closed}[p.kind]
+	switch p.pc {
+	case 0:
+		if p.kind == pClose {
+			w.closed, p.pc = true, 1
+			return
+		}
+		fallthrough
+	case 1: // remove (the list leaves the map, keeping what was handed to its walk), or each
+		p.pc, p.nops, p.next = 2, 0, 0
+		if w.cur >= 0 {
+			l := &w.lists[w.cur]
+			p.ops, p.nops = l.entries, l.nent
+			if p.kind != pClose {
+				l.entries, l.nent, w.cur = [maxEntries]gen{}, 0, -1
+			}
+		}
+	case 2: // endAt of the next entry
+		if p.next == p.nops {
+			p.pc = pcDone
+			return
+		}
+		g := p.ops[p.next]
+		p.next++
+		next, r := stateMoves.claim(w.state, g, out)
+		w.setState(next)
+		w.end(p, r, g, out, 2)
+	}
+}
+
+// contextDone is the context's callback (contextDone): endOwn(ContextDone),
+// then its pin let go.
+func (w *world) contextDone(p *path) {
+	switch p.pc {
+	case 0:
+		w.ctx = ctxFired
+		r, g := w.claimCurrent(ContextDone)
+		w.end(p, r, g, ContextDone, 1)
+	case 1:
+		w.unpinAndRecycle(ctxBit)
+		p.pc = 0 // waits for the next use's
+	}
+}
+
+// claimCurrent is Op.claim: a claim of the current use.
+func (w *world) claimCurrent(out Outcome) (claimed, gen) {
+	next, r := stateMoves.claim(w.state, genOf(w.state), out)
+	g := genOf(w.state)
+	w.setState(next)
+	return r, g
+}
+
+// end is Op.end: it acts on a claim's verdict, then goes on at ret.
+func (w *world) end(p *path, r claimed, g gen, out Outcome, ret uint8) {
+	p.g, p.out = g, out
+	switch r {
+	case claimEnded:
+		p.retC, p.pc = ret, pcComplete
+	case claimLeftSolo:
+		p.retH, p.pc = ret, pcHandToW
+	default:
+		p.pc = ret
+	}
+}
+
+// fire is the timeout (opTimeout.Fire, expire): endOwn(Expired), then its
+// pin let go.
+func (w *world) fire(p *path) {
+	switch p.pc {
+	case 0:
+		w.timer = timerFired
+		r, g := w.claimCurrent(Expired)
+		w.end(p, r, g, Expired, 1)
+	case 1:
+		w.unpinAndRecycle(armedBit)
+		p.pc = 0 // waits for the next use's timer
+	}
+}
+
+// unpinAndRecycle is Op.unpin: the use is recycled if that leaves it over.
+func (w *world) unpinAndRecycle(pin int64) {
+	next := stateMoves.unpin(w.state, pin)
+	w.setState(next)
+	if over(next) && next&recyclerBit != 0 {
+		o := w.use(genOf(next))
+		if o.recycled++; o.recycled > 1 {
+			w.fail("use %d recycled twice", genOf(next))
+		}
+	}
+}
+
+// add is TryCompleteElseWatch of one key (purgatory.add, firstTries).
+func (w *world) add(i int, p *path, answer int) {
+	switch p.pc {
+	case 0: // bind
+		set := turnHeld | recyclerBit
+		if p.kind == pPark {
+			set |= armedBit // the waiter's pin (bind's pin)
+		}
+		next, r := stateMoves.bind(w.state, set)
+		if r == bindEnded { // ForceComplete before it was ever added
+			p.pc = pcDone
+			return
+		}
+		if p.kind == pPark && r != bindFresh {
+			w.fail("the model parks use 0 only")
+		}
+		if r != bindFresh && r != bindReused {
+			w.fail("bind found use %d not over (%v)", genOf(w.state), r)
+		}
+		w.setState(next)
+		p.g, p.pc = genOf(next), 9
+		if p.kind == pPark {
+			w.pkUse = uint64(p.g) + 1 // parked(g), the try bit held
+		}
+	case 9: // p.closed.Load(): no try after Close (giveUp)
+		p.pc = 1
+		if w.closed {
+			r, _ := w.claimCurrent(Closed) // left for the first tries, which hold the try bit
+			if r != claimLeftTo && r != claimLost {
+				w.fail("Close's giveUp found its own use not held: %v", r)
+			}
+			p.ok, p.solo, p.pc = false, false, 5
+		}
+	case 1, 3, 6: // try.try(): the first, the one after watch, one asked for
+		p.ok = w.try(i, p.g, answer)
+		p.pc = map[uint8]uint8{1: 11, 3: 31, 6: 61}[p.pc]
+	case 61:
+		w.tried(p.g)
+		p.pc = 5
+	case 90: // after conclude: if closed, endOwn(Closed)
+		p.pc = pcDone
+		if p.kind == pPark {
+			p.pc = 70 // then TryCompleteElsePark's return, and Wait
+		}
+		if w.closed && !p.won {
+			r, g := w.claimCurrent(Closed)
+			w.end(p, r, g, Closed, p.pc)
+		}
+	case 11:
+		w.tried(p.g)
+		p.pc = 2
+		if p.ok {
+			p.pc = 5
+		}
+	case 2: // watch (shards.watchAt): under book, then the shard's mutex
+		if pending(w.state) {
+			if w.cur < 0 { // a new list for the key
+				if w.nlists == uint8(len(w.lists)) {
+					w.fail("the model has %d lists", len(w.lists))
+				}
+				w.cur = int8(w.nlists)
+				w.nlists++
+			}
+			l := &w.lists[w.cur]
+			l.entries[l.nent] = p.g
+			l.nent++
+			w.first, p.solo = w.cur, true
+		}
+		p.pc = 3
+	case 31:
+		w.tried(p.g)
+		p.pc = 5
+		if !p.ok {
+			p.pc = 32
+		}
+	case 32: // !o.decided(): arm
+		p.pc = 5
+		switch {
+		case !pending(w.state), p.kind == pPark: // a parked use arms nothing
+		case !w.noTimer:
+			p.pc = 4
+		case w.withCtx:
+			p.pc = 44
+		}
+	case 4: // armTimer: the pin
+		next, ok := stateMoves.pin(w.state, armedBit)
+		w.setState(next)
+		p.pc = w.armCtx()
+		if ok {
+			p.pc = 41
+		}
+	case 41: // timer.Reset
+		w.timer, p.pc = timerSet, 42
+	case 42: // o.ended()
+		p.pc = w.armCtx()
+		if ended(w.state) {
+			p.pc = 43
+		}
+	case 43: // stopTimer
+		if w.timer == timerSet {
+			w.timer = timerStoped
+			w.unpinAndRecycle(armedBit)
+		}
+		p.pc = w.armCtx()
+	case 44: // watchContext: the pin
+		next, ok := stateMoves.pin(w.state, ctxBit)
+		w.setState(next)
+		p.pc = 5
+		if ok {
+			p.pc = 45
+		}
+	case 45: // context.AfterFunc
+		w.ctx, p.pc = ctxRegistered, 46
+	case 46: // under book: keep the stop unless ended
+		p.pc = 47
+		if !ended(w.state) {
+			w.stopCtx, p.pc = true, 5
+		}
+	case 47: // ended meanwhile: stop()
+		if w.ctx == ctxRegistered {
+			w.ctx = ctxStopped
+			w.unpinAndRecycle(ctxBit)
+		}
+		p.pc = 5
+	case 5: // conclude: tryHeld's settle
+		set := int64(0)
+		if p.solo {
+			set = soloBit
+		}
+		next, r := stateMoves.settle(w.state, p.ok, set)
+		w.setState(next)
+		after := uint8(90) // the closed check after conclude
+		p.won = r == settleWon
+		switch r {
+		case settleRetry:
+			p.pc = 6
+		case settleWon, settleApplied:
+			p.out, p.retC, p.pc = outcomeOf(next), after, pcComplete
+		default:
+			p.pc = after
+		}
+	}
+}
+
+// park is the rest of TryCompleteElsePark and Parked.Wait (park.go): a use
+// the add completed is left at once (leave, without a token); else the
+// waiter selects on the token and its timer, claims use g by its
+// generation when the timer fires, takes the token, and leaves.
+func (w *world) park(p *path, answer int) {
+	switch p.pc {
+	case 70:
+		p.pc = 71
+		if p.won {
+			p.pc = 80
+		}
+	case 71: // Wait's select
+		if answer == 1 { // the token
+			w.pkEnded--
+			p.pc = 73
+			return
+		}
+		next, r := stateMoves.claim(w.state, p.g, Expired) // the timer: endAt(g, Expired)
+		w.setState(next)
+		w.end(p, r, p.g, Expired, 72)
+	case 72, 81: // <-pk.ended
+		w.pkEnded--
+		p.pc = map[uint8]uint8{72: 73, 81: 75}[p.pc]
+	case 73: // Wait returns the outcome, its callbacks returned
+		if o := w.use(p.g); o.completedWith == Pending || o.outcome != outcomeOf(w.state) || genOf(w.state) != p.g {
+			w.fail("Wait returned %v before use %d's end had run (OnComplete %d times)", outcomeOf(w.state), p.g, o.onComplete)
+		}
+		p.pc = 75
+	case 75: // leave: the pin
+		w.unpinAndRecycle(armedBit)
+		p.pc = pcDone
+	case 80: // leave without a token: take the use back, or wait for complete's token
+		p.pc = 81
+		if w.fault == leaveWithoutClaim {
+			p.pc = 75
+			return
+		}
+		if w.pkUse == uint64(p.g)+1 {
+			w.pkUse, p.pc = 0, 75
+		}
+	}
+}
+
+// armCtx is where arm goes after the timer: watchContext, if the
+// operation has a context.
+func (w *world) armCtx() uint8 {
+	if w.withCtx {
+		return 44
+	}
+	return 5
+}
+
+// walkStep is a walk of the key (walkKey, tryWalk.run and tryEach, try,
+// trySolo; leave; takeHanded).
+func (w *world) walkStep(i int, p *path, answer int) {
+	switch p.pc {
+	case 0: // a push's item, then enter
+		if p.kind == pPushHand && p.nops == 0 && p.next == 0 && !p.no {
+			w.items++
+			p.no = true // pushed
+			return
+		}
+		p.handOff, p.no = p.kind != pCheck, false
+		p.pc = pcDone
+		if w.closed || w.cur < 0 || w.lists[w.cur].nent == 0 {
+			return
+		}
+		l := &w.lists[w.cur]
+		next, took := stateMoves.take(l.word, !p.handOff)
+		l.word = next
+		if took {
+			p.list, p.ops, p.nops, p.next, p.pc = w.cur, l.entries, l.nent, 0, 1
+		}
+	case 1: // tryEach: the next entry, its step
+		if p.next == p.nops {
+			p.pc = 20
+			return
+		}
+		p.g = p.ops[p.next]
+		p.next++
+		p.no = false
+		switch stateMoves.step(w.state, p.g) {
+		case stepSolo:
+			p.pc = 2
+		case stepDead:
+			p.pc = 10
+		case stepApply:
+			p.pc = 5
+		default:
+			p.pc = 6
+		}
+	case 2: // a solo try, without the try bit
+		p.ok = w.try(i, p.g, answer)
+		p.pc = 3
+	case 3: // trySolo: soloTried
+		w.tried(p.g)
+		next, r := stateMoves.solo(w.state, p.g, p.ok)
+		w.setState(next)
+		p.no = !p.ok
+		w.settled(p, r, outcomeOf(next), 10)
+	case 5: // apply
+		next, out := stateMoves.apply(w.state, p.g)
+		w.setState(next)
+		p.pc = 10
+		if out != Pending {
+			p.out, p.retC, p.pc = out, 10, pcComplete
+		}
+	case 6: // acquire
+		next, r := stateMoves.acquire(w.state, p.g)
+		w.setState(next)
+		p.pc = map[acquired]uint8{acquireTaken: 7, acquirePassed: 10, acquireLeft: 5}[r]
+	case 7: // a held try
+		p.ok = w.try(i, p.g, answer)
+		p.pc = 8
+	case 8: // tryHeld's settle
+		w.tried(p.g)
+		next, r := stateMoves.settle(w.state, p.ok, 0)
+		w.setState(next)
+		p.no = !p.ok
+		if r == settleRetry {
+			p.pc = 7
+			return
+		}
+		w.settled(p, r, outcomeOf(next), 10)
+	case 10: // handedIn(w.word.Load())
+		p.pc = 12
+		if handedIn(w.lists[p.list].word) {
+			p.pc = 11
+		}
+	case 11: // takeHanded, under the shard's mutex: the holder's
+		w.takeHanded(p)
+		p.retA, p.pc = 12, pcApplyAll
+	case 22: // takeHandedAfter, under the shard's mutex: none if walked
+		p.nwork = 0
+		if w.lists[p.list].word&turnHeld == 0 || w.fault == goneTakesHanded {
+			w.takeHanded(p)
+		}
+		p.retA, p.pc = pcDone, pcApplyAll
+	case 12:
+		p.pc = 1
+		if p.no && p.handOff {
+			p.pc = 20
+		}
+	case 20: // leave: letGo
+		if w.fault == takeBeforeLeave && p.nwork == 0 && handedIn(w.lists[p.list].word) {
+			w.takeHanded(p) // (the fault) applied once the walk has let go
+			p.pc = 24
+			return
+		}
+		fallthrough
+	case 24:
+		l := &w.lists[p.list]
+		next, again, all := stateMoves.leave(l.word)
+		l.word = next
+		p.pc = 21
+		if again {
+			p.handOff, p.pc = !all, 25
+		}
+	case 21: // takeHanded's load, after leave let go
+		p.pc = pcDone
+		switch {
+		case w.fault == takeBeforeLeave:
+			p.retA, p.pc = pcDone, pcApplyAll
+		case handedIn(w.lists[p.list].word):
+			p.pc = 22
+		}
+	case 25: // leave, again: the next round's entries, under the mutex
+		l := &w.lists[p.list]
+		p.ops, p.nops, p.next, p.pc = l.entries, l.nent, 0, 1
+	}
+}
+
+// settled completes a use a try ended, as trySolo and try do.
+func (w *world) settled(p *path, r settled, out Outcome, ret uint8) {
+	p.pc = ret
+	if r == settleWon || r == settleApplied {
+		p.out, p.retC, p.pc = out, ret, pcComplete
+	}
+}
+
+// takeHanded is takeHandedLocked: the handed uses, for applyAll.
+func (w *world) takeHanded(p *path) {
+	l := &w.lists[p.list]
+	l.word &^= listHanded
+	p.work, p.nwork = l.handed, l.nhand
+	l.handed, l.nhand = [maxEntries]gen{}, 0
+}
+
+// subroutine runs a step of complete, applyAll or handToWalk.
+func (w *world) subroutine(i int, p *path) {
+	switch p.pc {
+	case pcComplete: // detach, under book
+		if genOf(w.state) != p.g || !ended(w.state) {
+			w.fail("use %d completed while the state is %#x", p.g, w.state)
+		}
+		p.armedAt, p.unpin, w.first = w.state&armedBit != 0, 0, -1
+		p.ctxStop, w.stopCtx = w.stopCtx, false
+		p.pc++
+	case pcComplete + 1: // detach: timer.Stop, then stopCtx()
+		if p.armedAt && w.timer == timerSet {
+			w.timer, p.unpin = timerStoped, armedBit
+		}
+		if p.ctxStop && w.ctx == ctxRegistered {
+			w.ctx, p.unpin = ctxStopped, p.unpin|ctxBit
+		}
+		p.pc++
+	case pcComplete + 2: // callbacks (none for Cancelled)
+		o := w.use(p.g)
+		if o.recycled > 0 {
+			w.fail("use %d's callbacks ran after its Recycle", p.g)
+		}
+		if p.out == Cancelled {
+			o.completedWith = Cancelled
+			p.pc++
+			return
+		}
+		if o.onComplete++; o.onComplete > 1 {
+			w.fail("use %d's OnComplete ran twice", p.g)
+		}
+		o.completedWith = p.out
+		if p.out == Expired {
+			o.expiration++
+		}
+		p.pc++
+	case pcComplete + 3: // finish: a parked use's token, the ending pin and detach's
+		if w.pkUse != 0 && w.pkUse == uint64(genOf(w.state))+1 {
+			w.pkUse = 0
+			if w.pkEnded++; w.pkEnded > 1 {
+				w.fail("a token sent to a full parking.ended (it would block)")
+			}
+		}
+		w.unpinAndRecycle(endingBit | p.unpin)
+		p.pc = p.retC
+	case pcApplyAll:
+		if p.nwork == 0 {
+			p.pc = p.retA
+			return
+		}
+		g := p.work[0]
+		copy(p.work[:], p.work[1:])
+		p.nwork--
+		next, out := stateMoves.apply(w.state, g)
+		w.setState(next)
+		if out != Pending {
+			p.g, p.out, p.retC, p.pc = g, out, pcApplyAll, pcComplete
+		}
+	case pcHandToW: // o.first, under book
+		p.pc = p.retH
+		if w.first >= 0 {
+			p.list, p.pc = w.first, pcHandToW+1
+		}
+	case pcHandToW + 1: // l.walked()
+		p.pc = pcHandToW + 4
+		if w.lists[p.list].word&turnHeld != 0 {
+			p.pc = pcHandToW + 2
+		}
+	case pcHandToW + 2: // hand: under the shard's mutex, the use queued
+		w.shardMu = uint8(i)
+		l := &w.lists[p.list]
+		l.handed[l.nhand] = p.g
+		l.nhand++
+		l.word |= listHanded
+		p.pc++
+	case pcHandToW + 3: // hand: none if walked, else all, and the mutex let go
+		p.nwork = 0
+		if w.lists[p.list].word&turnHeld == 0 {
+			w.takeHanded(p)
+		}
+		w.shardMu = noPath
+		p.retA, p.pc = p.retH, pcApplyAll
+	case pcHandToW + 4: // apply
+		next, out := stateMoves.apply(w.state, p.g)
+		w.setState(next)
+		p.pc = p.retH
+		if out != Pending {
+			p.out, p.retC, p.pc = out, p.retH, pcComplete
+		}
+	}
+}
+
+// finished checks a state no path can leave: every path done, every use
+// begun ended once with its callbacks run and recycled, a try that passed
+// won, nothing held or handed.
+func (w *world) finished() {
+	for i := range int(w.np) {
+		p := &w.paths[i]
+		if p.pc != pcDone && !((p.kind == pTimeout || p.kind == pContext) && p.pc == 0) && !(p.kind == pReuse && p.pc == 0 && w.obs[0].recycled == 0) {
+			w.fail("%s is stuck at step %d", pathNames[p.kind], p.pc)
+		}
+	}
+	if w.pkEnded != 0 || w.pkUse != 0 {
+		w.fail("a parked use's token or claim left behind: %d tokens, use %d", w.pkEnded, w.pkUse)
+	}
+	for _, l := range w.lists {
+		if l.word&(turnBits|listHanded) != 0 || l.nhand != 0 || w.shardMu != noPath {
+			w.fail("the key's list is left held or with uses handed: word %#x, %d handed", l.word, l.nhand)
+		}
+	}
+	for g := range gen(2) {
+		o := &w.obs[g]
+		bound := g < genOf(w.state) || g == genOf(w.state) && w.state&boundBit != 0
+		switch {
+		case g > genOf(w.state) || w.state == 0:
+		case o.outcome == Pending:
+			w.fail("use %d never ended (items left: %d)", g, w.items)
+		case o.onComplete != 1 && o.outcome != Cancelled, o.onComplete != 0 && o.outcome == Cancelled:
+			w.fail("use %d ended %v: OnComplete ran %d times", g, o.outcome, o.onComplete)
+		case o.completedWith != o.outcome:
+			w.fail("use %d ended %v, OnComplete ran with %v", g, o.outcome, o.completedWith)
+		case (o.expiration == 1) != (o.outcome == Expired) || o.expiration > 1:
+			w.fail("use %d ended %v with OnExpiration run %d times", g, o.outcome, o.expiration)
+		case o.passed && o.outcome != Completed:
+			w.fail("use %d: a try passed and it ended %v", g, o.outcome)
+		case bound && o.recycled != 1, !bound && o.recycled != 0:
+			w.fail("use %d recycled %d times", g, o.recycled)
+		}
+	}
+}
+
+// scenario is a model's start: its paths, and how tries answer.
+type scenario struct {
+	name    string
+	paths   []pathKind
+	choose  bool // tries answer both ways; else by the items pushes made
+	noTimer bool
+	withCtx bool
+}
+
+func (sc scenario) start() world {
+	w := world{shardMu: noPath, cur: -1, first: -1, choose: sc.choose, noTimer: sc.noTimer, withCtx: sc.withCtx, np: uint8(len(sc.paths))}
+	for i, k := range sc.paths {
+		w.paths[i] = path{kind: k}
+	}
+	return w
+}
+
+// explore visits every state reachable from w, depth first, and returns how
+// many it visited, or the first violation with the steps that led to it.
+func explore(start world) (states int, err error) {
+	states, _, err = exploreEnds(start)
+	return states, err
+}
+
+// exploreEnds is explore, with the outcomes the uses ended with in the
+// states no path can leave, so that a scenario shows it reaches them.
+func exploreEnds(start world) (states int, ends map[string]int, err error) {
+	ends = map[string]int{}
+	seen := map[world]struct{}{}
+	var trail []string
+	var visit func(w world) error
+	visit = func(w world) error {
+		if _, ok := seen[w]; ok {
+			return nil
+		}
+		seen[w] = struct{}{}
+		moved := false
+		for i := range int(w.np) {
+			ok, answers := w.enabled(i)
+			for a := range answers {
+				if !ok {
+					break
+				}
+				moved = true
+				next := w
+				label := fmt.Sprintf("%s@%d", pathNames[w.paths[i].kind], w.paths[i].pc)
+				if answers == 2 {
+					label += fmt.Sprintf("(try says %v)", a == 1)
+				}
+				trail = append(trail, label)
+				if v := next.step(i, a); v != "" {
+					return fmt.Errorf("%s, after %s", v, strings.Join(trail, " → "))
+				}
+				if next == w { // the model's waits are steps not enabled: a step is a change
+					return fmt.Errorf("the model: a step that changes nothing, after %s", strings.Join(trail, " → "))
+				}
+				if err := visit(next); err != nil {
+					return err
+				}
+				trail = trail[:len(trail)-1]
+			}
+		}
+		if !moved {
+			if v := w.check(w.finished); v != "" {
+				return fmt.Errorf("%s, after %s", v, strings.Join(trail, " → "))
+			}
+			end := w.obs[0].outcome.String()
+			if genOf(w.state) == 1 {
+				end += ", then " + w.obs[1].outcome.String()
+			}
+			ends[end]++
+		}
+		return nil
+	}
+	err = visit(start)
+	return len(seen), ends, err
+}
+
+// step runs path i's step and returns the violation it met, if any.
+func (w *world) step(i, answer int) violation {
+	return w.check(func() { w.run(i, answer) })
+}
+
+func (w *world) check(f func()) (v violation) {
+	defer func() {
+		switch r := recover().(type) {
+		case nil:
+		case violation:
+			v = r
+		case impossible:
+			v = violation(r.Error())
+		default:
+			panic(r)
+		}
+	}()
+	f()
+	return ""
+}
+
+// scenarios are the checked ones: three paths each (the timeout's counts
+// once armed).
+var scenarios = []scenario{
+	{"add, check, force", []pathKind{pAdd, pCheck, pForce, pTimeout}, true, false, false},
+	{"add, handoff, force", []pathKind{pAdd, pHandOff, pForce, pTimeout}, true, false, false},
+	{"add, check, handoff", []pathKind{pAdd, pCheck, pHandOff, pTimeout}, true, false, false},
+	{"add, check, check", []pathKind{pAdd, pCheck, pCheck, pTimeout}, true, false, false},
+	{"add, push+handoff, push+handoff (no timeout)", []pathKind{pAdd, pPushHand, pPushHand}, false, true, false},
+	{"add, push+handoff, check (no timeout)", []pathKind{pAdd, pPushHand, pCheck}, false, true, false},
+	{"add, reuse, check", []pathKind{pAdd, pReuse, pCheck, pTimeout}, true, false, false},
+	{"add, check, context", []pathKind{pAdd, pCheck, pContext, pTimeout}, true, false, true},
+	{"add, handoff, context (no timeout)", []pathKind{pAdd, pHandOff, pContext}, true, true, true},
+	{"park, handoff, force", []pathKind{pPark, pHandOff, pForce}, true, true, false},
+	{"park, check, check", []pathKind{pPark, pCheck, pCheck}, true, true, false},
+	{"park, push+handoff, push+handoff", []pathKind{pPark, pPushHand, pPushHand}, false, true, false},
+	{"add, check, cancel", []pathKind{pAdd, pCheck, pCancel, pTimeout}, true, false, false},
+	{"add, handoff, forcekey", []pathKind{pAdd, pHandOff, pForceKey, pTimeout}, true, false, false},
+	{"add, check, close", []pathKind{pAdd, pCheck, pClose, pTimeout}, true, false, false},
+	{"park, handoff, close", []pathKind{pPark, pHandOff, pClose}, true, true, false},
+	{"add, reuse, cancel", []pathKind{pAdd, pReuse, pCancel, pTimeout}, true, false, false},
+	{"add, reuse, forcekey", []pathKind{pAdd, pReuse, pForceKey, pTimeout}, true, false, false},
+}
+
+// longScenarios are four paths each, for the long suite (PURGATORY_LONG=1).
+var longScenarios = []scenario{
+	{"add, check, handoff, force", []pathKind{pAdd, pCheck, pHandOff, pForce, pTimeout}, true, false, false},
+	{"add, push+handoff, push+handoff, check (no timeout)", []pathKind{pAdd, pPushHand, pPushHand, pCheck}, false, true, false},
+	{"add, reuse, check, handoff", []pathKind{pAdd, pReuse, pCheck, pHandOff, pTimeout}, true, false, false},
+	{"add, check, force, context", []pathKind{pAdd, pCheck, pForce, pContext, pTimeout}, true, false, true},
+}
+
+// TestEveryInterleaving explores every interleaving of each scenario and
+// checks, after every step, I1–I4, one outcome per use, tries one at a time
+// and never of an ended or recycled use, OnComplete once and only after the
+// outcome, nothing after Recycle; and in every state no path can leave: all
+// paths done, each use ended once, OnComplete with its outcome, OnExpiration
+// only after an expiry, a passing try's use Completed, each use recycled
+// once, the key's walking word let go, no use left handed, and no item left
+// waiting beside a pending use (a hand-off lost). -v prints the states.
+func TestEveryInterleaving(t *testing.T) {
+	all := scenarios
+	if os.Getenv("PURGATORY_LONG") == "1" {
+		all = append(all[:len(all):len(all)], longScenarios...)
+	}
+	for _, sc := range all {
+		t.Run(sc.name, func(t *testing.T) {
+			n, ends, err := exploreEnds(sc.start())
+			require.NoError(t, err)
+			require.NotEmpty(t, ends, "no state where every path has finished")
+			t.Logf("%d states; the uses' ends, in the states no path can leave: %v", n, ends)
+		})
+	}
+}
+
+// TestCheckerCatchesFaults is the checker's mutation test: each fault, a
+// move of the table swapped for a wrong one or a walk's steps changed, is
+// caught by some scenario.
+func TestCheckerCatchesFaults(t *testing.T) {
+	faults := []struct {
+		name  string
+		moves func(m *movesTable)
+		walk  walkFault
+	}{
+		{"the again bit ignored: a walk asked for another round lets go", func(m *movesTable) {
+			m.leave = func(s int64) (int64, bool, bool) { return s &^ (turnBits | listAgainAll), false, false }
+		}, noFault},
+		{"an outcome left for a try that is not running", func(m *movesTable) {
+			real := m.claim
+			m.claim = func(s int64, g gen, out Outcome) (int64, claimed) {
+				if pending(s) && genOf(s) == g {
+					return s | leaving(out), claimLeftTo
+				}
+				return real(s, g, out)
+			}
+		}, noFault},
+		{"a solo try's no drops the outcome left", func(m *movesTable) {
+			real := m.solo
+			m.solo = func(s int64, g gen, ok bool) (int64, settled) {
+				if !ok {
+					return s &^ leftBits, settleLetGo
+				}
+				return real(s, g, ok)
+			}
+		}, noFault},
+		{"a walk takes its handed uses before it lets go, and none after", nil, takeBeforeLeave},
+		{"a walk gone takes the next one's handed uses", nil, goneTakesHanded},
+		{"a parked waiter leaves without taking its use back", nil, leaveWithoutClaim},
+	}
+	for _, f := range faults {
+		t.Run(f.name, func(t *testing.T) {
+			saved := stateMoves
+			defer func() { stateMoves = saved }()
+			if f.moves != nil {
+				f.moves(&stateMoves)
+			}
+			for _, sc := range scenarios {
+				w := sc.start()
+				w.fault = f.walk
+				if _, err := explore(w); err != nil {
+					t.Logf("caught by %q: %v", sc.name, err)
+					return
+				}
+			}
+			t.Fatalf("no scenario caught the fault")
+		})
+	}
+}
