@@ -18,16 +18,16 @@ import (
 // the function it mirrors. A step is atomic where the code's is: one
 // compare-and-swap loop's winning iteration, one load, or one critical
 // section whose only shared access is under its mutex (Op.book's are
-// single steps; the shard mutex is held across hand's two, so it is a lock
+// single steps; the shard mutex is held across queueRelay's two, so it is a lock
 // of the model's own).
 //
 // Modelled (one key, one operation, its uses 0 and 1): TryCompleteElseWatch
 // (bind, the first try, watch, the second try, arming the timeout and the
 // context, conclude: purgatory.add, armTimer, watchContext), a walk over
 // every operation (CheckAndComplete) and a hand-off (HandOff) (walkKey,
-// tryWalk.run, tryEach, try, trySolo, leave, takeHanded), the timeout's fire
+// tryWalk.run, tryEach, try, trySolo, leave, takeRelayed), the timeout's fire
 // (expire), the context's callback (contextDone), ForceComplete, the
-// hand-over of a solo use's outcome to a walk (handToWalk, hand, applyAll),
+// hand-over of a solo use's outcome to a walk (relay, queueRelay, applyRelayed),
 // complete (detach, the callbacks, finish), and a second use that starts
 // once the first is recycled, met by a stale entry of the first, a parked
 // use (TryCompleteElsePark, then Parked.Wait: its token, its own timer's
@@ -79,8 +79,8 @@ var pathNames = [...]string{"add", "reuse", "check", "handoff", "push+handoff", 
 // The subroutines' first steps, shared by every path.
 const (
 	pcComplete  = 100 // complete(out) of use g, then retC
-	pcApplyAll  = 110 // applyAll(work), then retA
-	pcHandToW   = 120 // handToWalk of use g, then retH
+	pcApplyAll  = 110 // applyRelayed(work), then retA
+	pcRelay     = 120 // relay of use g, then retH
 	pcDone      = 250
 	maxEntries  = 3
 	noPath      = 0xff
@@ -108,9 +108,9 @@ type path struct {
 	unpin            int64
 	ops              [maxEntries]gen // a walk's round
 	nops, next       uint8
-	work             [maxEntries]gen // applyAll's
+	work             [maxEntries]gen // applyRelayed's
 	nwork            uint8
-	list             int8 // the list a walk holds, or a hand's
+	list             int8 // the list a walk holds, or a relay's
 	retC, retA, retH uint8
 }
 
@@ -153,7 +153,7 @@ type listModel struct {
 	word    int64 // its walking word
 	entries [maxEntries]gen
 	nent    uint8
-	handed  [maxEntries]gen // lv.handed
+	relayed [maxEntries]gen // lv.relayed
 	nhand   uint8
 }
 
@@ -163,8 +163,8 @@ type walkFault uint8
 
 const (
 	noFault           walkFault = iota
-	takeBeforeLeave             // the walk takes its handed uses, then lets go, and takes none after
-	goneTakesHanded             // the walk takes handed uses after it let go though another walk holds the list (the code before the checker)
+	takeBeforeLeave             // the walk takes its relayed uses, then lets go, and takes none after
+	goneTakesRelayed            // the walk takes relayed uses after it let go though another walk holds the list (the code before the checker)
 	leaveWithoutClaim           // a parked waiter leaves without taking its use back from complete (pk.leave's compare-and-swap)
 )
 
@@ -227,7 +227,7 @@ func (w *world) enabled(i int) (bool, int) {
 // needsShard reports whether p's next step takes the shard's mutex.
 func (w *world) needsShard(p *path) bool {
 	switch p.pc {
-	case pcHandToW + 2, pcHandToW + 3:
+	case pcRelay + 2, pcRelay + 3:
 		return true
 	}
 	switch p.kind {
@@ -326,7 +326,7 @@ func (w *world) endWalk(p *path) {
 			return
 		}
 		fallthrough
-	case 1: // remove (the list leaves the map, keeping what was handed to its walk), or each
+	case 1: // remove (the list leaves the map, keeping what was relayed to its walk), or each
 		p.pc, p.nops, p.next = 2, 0, 0
 		if w.cur >= 0 {
 			l := &w.lists[w.cur]
@@ -377,7 +377,7 @@ func (w *world) end(p *path, r claimed, g gen, out Outcome, ret uint8) {
 	case claimEnded:
 		p.retC, p.pc = ret, pcComplete
 	case claimLeftSolo:
-		p.retH, p.pc = ret, pcHandToW
+		p.retH, p.pc = ret, pcRelay
 	default:
 		p.pc = ret
 	}
@@ -606,7 +606,7 @@ func (w *world) armCtx() uint8 {
 }
 
 // walkStep is a walk of the key (walkKey, tryWalk.run and tryEach, try,
-// trySolo; leave; takeHanded).
+// trySolo; leave; takeRelayed).
 func (w *world) walkStep(i int, p *path, answer int) {
 	switch p.pc {
 	case 0: // a push's item, then enter
@@ -677,18 +677,18 @@ func (w *world) walkStep(i int, p *path, answer int) {
 			return
 		}
 		w.settled(p, r, outcomeOf(next), 10)
-	case 10: // handedIn(w.word.Load())
+	case 10: // relayedIn(w.word.Load())
 		p.pc = 12
-		if handedIn(w.lists[p.list].word) {
+		if relayedIn(w.lists[p.list].word) {
 			p.pc = 11
 		}
-	case 11: // takeHanded, under the shard's mutex: the holder's
-		w.takeHanded(p)
+	case 11: // takeRelayed, under the shard's mutex: the holder's
+		w.takeRelayed(p)
 		p.retA, p.pc = 12, pcApplyAll
-	case 22: // takeHandedAfter, under the shard's mutex: none if walked
+	case 22: // takeRelayed(gone), under the shard's mutex: none if walked
 		p.nwork = 0
-		if w.lists[p.list].word&turnHeld == 0 || w.fault == goneTakesHanded {
-			w.takeHanded(p)
+		if w.lists[p.list].word&turnHeld == 0 || w.fault == goneTakesRelayed {
+			w.takeRelayed(p)
 		}
 		p.retA, p.pc = pcDone, pcApplyAll
 	case 12:
@@ -697,8 +697,8 @@ func (w *world) walkStep(i int, p *path, answer int) {
 			p.pc = 20
 		}
 	case 20: // leave: letGo
-		if w.fault == takeBeforeLeave && p.nwork == 0 && handedIn(w.lists[p.list].word) {
-			w.takeHanded(p) // (the fault) applied once the walk has let go
+		if w.fault == takeBeforeLeave && p.nwork == 0 && relayedIn(w.lists[p.list].word) {
+			w.takeRelayed(p) // (the fault) applied once the walk has let go
 			p.pc = 24
 			return
 		}
@@ -711,12 +711,12 @@ func (w *world) walkStep(i int, p *path, answer int) {
 		if again {
 			p.handOff, p.pc = !all, 25
 		}
-	case 21: // takeHanded's load, after leave let go
+	case 21: // takeRelayed's load, after leave let go
 		p.pc = pcDone
 		switch {
 		case w.fault == takeBeforeLeave:
 			p.retA, p.pc = pcDone, pcApplyAll
-		case handedIn(w.lists[p.list].word):
+		case relayedIn(w.lists[p.list].word):
 			p.pc = 22
 		}
 	case 25: // leave, again: the next round's entries, under the mutex
@@ -733,15 +733,15 @@ func (w *world) settled(p *path, r settled, out Outcome, ret uint8) {
 	}
 }
 
-// takeHanded is takeHandedLocked: the handed uses, for applyAll.
-func (w *world) takeHanded(p *path) {
+// takeRelayed is takeRelayedLocked: the relayed uses, for applyRelayed.
+func (w *world) takeRelayed(p *path) {
 	l := &w.lists[p.list]
-	l.word &^= listHanded
-	p.work, p.nwork = l.handed, l.nhand
-	l.handed, l.nhand = [maxEntries]gen{}, 0
+	l.word &^= listRelayed
+	p.work, p.nwork = l.relayed, l.nhand
+	l.relayed, l.nhand = [maxEntries]gen{}, 0
 }
 
-// subroutine runs a step of complete, applyAll or handToWalk.
+// subroutine runs a step of complete, applyRelayed or relay.
 func (w *world) subroutine(i int, p *path) {
 	switch p.pc {
 	case pcComplete: // detach, under book
@@ -799,31 +799,31 @@ func (w *world) subroutine(i int, p *path) {
 		if out != Pending {
 			p.g, p.out, p.retC, p.pc = g, out, pcApplyAll, pcComplete
 		}
-	case pcHandToW: // o.first, under book
+	case pcRelay: // o.first, under book
 		p.pc = p.retH
 		if w.first >= 0 {
-			p.list, p.pc = w.first, pcHandToW+1
+			p.list, p.pc = w.first, pcRelay+1
 		}
-	case pcHandToW + 1: // l.walked()
-		p.pc = pcHandToW + 4
+	case pcRelay + 1: // l.walked()
+		p.pc = pcRelay + 4
 		if w.lists[p.list].word&turnHeld != 0 {
-			p.pc = pcHandToW + 2
+			p.pc = pcRelay + 2
 		}
-	case pcHandToW + 2: // hand: under the shard's mutex, the use queued
+	case pcRelay + 2: // queueRelay: under the shard's mutex, the use queued
 		w.shardMu = uint8(i)
 		l := &w.lists[p.list]
-		l.handed[l.nhand] = p.g
+		l.relayed[l.nhand] = p.g
 		l.nhand++
-		l.word |= listHanded
+		l.word |= listRelayed
 		p.pc++
-	case pcHandToW + 3: // hand: none if walked, else all, and the mutex let go
+	case pcRelay + 3: // queueRelay: none if walked, else all, and the mutex let go
 		p.nwork = 0
 		if w.lists[p.list].word&turnHeld == 0 {
-			w.takeHanded(p)
+			w.takeRelayed(p)
 		}
 		w.shardMu = noPath
 		p.retA, p.pc = p.retH, pcApplyAll
-	case pcHandToW + 4: // apply
+	case pcRelay + 4: // apply
 		next, out := stateMoves.apply(w.state, p.g)
 		w.setState(next)
 		p.pc = p.retH
@@ -835,7 +835,7 @@ func (w *world) subroutine(i int, p *path) {
 
 // finished checks a state no path can leave: every path done, every use
 // begun ended once with its callbacks run and recycled, a try that passed
-// won, nothing held or handed.
+// won, nothing held or relayed.
 func (w *world) finished() {
 	for i := range int(w.np) {
 		p := &w.paths[i]
@@ -847,8 +847,8 @@ func (w *world) finished() {
 		w.fail("a parked use's token or claim left behind: %d tokens, use %d", w.pkEnded, w.pkUse)
 	}
 	for _, l := range w.lists {
-		if l.word&(turnBits|listHanded) != 0 || l.nhand != 0 || w.shardMu != noPath {
-			w.fail("the key's list is left held or with uses handed: word %#x, %d handed", l.word, l.nhand)
+		if l.word&(turnBits|listRelayed) != 0 || l.nhand != 0 || w.shardMu != noPath {
+			w.fail("the key's list is left held or with uses relayed: word %#x, %d relayed", l.word, l.nhand)
 		}
 	}
 	for g := range gen(2) {
@@ -1008,7 +1008,7 @@ var longScenarios = []scenario{
 // outcome, nothing after Recycle; and in every state no path can leave: all
 // paths done, each use ended once, OnComplete with its outcome, OnExpiration
 // only after an expiry, a passing try's use Completed, each use recycled
-// once, the key's walking word let go, no use left handed, and no item left
+// once, the key's walking word let go, no use left relayed, and no item left
 // waiting beside a pending use (a hand-off lost). -v prints the states.
 func TestEveryInterleaving(t *testing.T) {
 	all := scenarios
@@ -1055,8 +1055,8 @@ func TestCheckerCatchesFaults(t *testing.T) {
 				return real(s, g, ok)
 			}
 		}, noFault},
-		{"a walk takes its handed uses before it lets go, and none after", nil, takeBeforeLeave},
-		{"a walk gone takes the next one's handed uses", nil, goneTakesHanded},
+		{"a walk takes its relayed uses before it lets go, and none after", nil, takeBeforeLeave},
+		{"a walk gone takes the next one's relayed uses", nil, goneTakesRelayed},
 		{"a parked waiter leaves without taking its use back", nil, leaveWithoutClaim},
 	}
 	for _, f := range faults {

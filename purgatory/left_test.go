@@ -297,7 +297,7 @@ func TestAHandedOutcomeWaitsForOneTry(t *testing.T) {
 		<-slow.entered
 		time.Sleep(time.Second)
 		synctest.Wait()
-		require.Equal(t, purgatory.Pending, early.Outcome(), "the walk may still be trying it: handed")
+		require.Equal(t, purgatory.Pending, early.Outcome(), "the walk may still be trying it: relayed")
 		slow.answer <- false
 		require.Zero(t, <-walked)
 		require.Equal(t, purgatory.Expired, seenByLate, "ended right after the try under way, before the next")
@@ -306,11 +306,11 @@ func TestAHandedOutcomeWaitsForOneTry(t *testing.T) {
 	})
 }
 
-// An operation handed to a walk stays handed when CancelForKey takes the
-// key's list from under that walk, whether it was handed before the list was
+// An operation relayed to a walk stays relayed when CancelForKey takes the
+// key's list from under that walk, whether it was relayed before the list was
 // taken (ForceComplete, first) or by CancelForKey itself: the walk still ends
 // it, and the use is over (recycled).
-func TestHandedOutcomesOutliveTheList(t *testing.T) {
+func TestRelayedOutcomesOutliveTheList(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newPurgatory(t)
 		forced, cancelled := testkit.NewOp(time.Hour), testkit.NewOp(time.Hour)

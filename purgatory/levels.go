@@ -39,13 +39,13 @@ const noLevel = math.MinInt64
 // levelState is a key's level, and what waits for a higher one: a min-heap
 // of entries by the level each waits for, ties in the order they were watched
 // (the one heap type the wheel's current tick uses too). It also holds the
-// solo uses handed to the key's walk (hand), a rare path that needs a place
+// solo uses relayed to the key's walk (relay.go), a rare path that needs a place
 // off the list's first cache line.
 type levelState struct {
-	levels minheap.Heap[entry]
-	high   int64   // the highest level Advance reported; noLevel before
-	seq    uint64  // watches at a level so far: the order of ties
-	handed []entry // solo uses whose outcome was left for the walk (hand)
+	levels  minheap.Heap[entry]
+	high    int64   // the highest level Advance reported; noLevel before
+	seq     uint64  // watches at a level so far: the order of ties
+	relayed []entry // solo uses whose outcome was left for the walk (relay)
 }
 
 // filter keeps the entries of operations that have not ended, and restores

@@ -79,7 +79,7 @@ type Operation interface {
 // A use watched under one key is solo once TryCompleteElseWatch lets go: only
 // that key's walk tries it, without the try bit (a try costs a load, not two
 // compare-and-swaps), and a claim hands its outcome to that walk when one is
-// under way (the steps at handToWalk).
+// under way (the steps at relay).
 //
 // The pins, each set only while the use is pending and cleared once: the
 // ending pin (set with the outcome, until the winner's complete has run the
@@ -254,7 +254,7 @@ func (o *Op) end(impl Operation, g gen, r claimed, outcome Outcome) bool {
 	case claimEnded:
 		o.complete(impl, outcome)
 	case claimLeftSolo:
-		o.handToWalk(impl, g)
+		o.relay(impl, g)
 	}
 	return true
 }
@@ -271,64 +271,6 @@ func (o *Op) endOwn(outcome Outcome) bool {
 // a watch-list entry (Close, CancelForKey, ForceCompleteForKey).
 func (o *Op) endAt(g gen, impl Operation, outcome Outcome) bool {
 	return o.end(impl, g, o.claimAt(g, outcome), outcome)
-}
-
-// handToWalk applies the outcome just left on a solo use (claimLeftSolo), or
-// hands the use to the walk of its key that may be trying it. Why that walk's
-// try is never overtaken, step by step, for a use watched under key k alone
-// (Kafka argues its tryCompleteElseWatch the same way):
-//
-//  1. After TryCompleteElseWatch's last settle, which sets solo in the move
-//     that lets go of the try bit, nothing tries the use but a walk of k: it
-//     is in no other list, and every other path claims it, without a try.
-//  2. Walks of k never overlap (k's walking turn: a walk that finds it taken
-//     asks for one more round and returns), and a walk takes the turn before
-//     it reads an entry's state. So the tries are one walk's, in turn.
-//  3. A claim of a solo use does not end it: it leaves its outcome
-//     (claimMove), and only then looks whether a walk holds k (below).
-//  4. If one does, the claim hands the use to it (hand): that walk applies
-//     the outcome once its try has said no (soloMove), when it next meets
-//     the entry (stepApply), right after its current try (takeHanded), or
-//     as it leaves k; if its try passes, it claims Completed instead. A
-//     walk that has left k takes nothing if another holds k by then: the
-//     uses are that walk's, which may be trying one of them (2), and which
-//     applies them in the same ways.
-//  5. If none does, no walk is trying the use: one that took k before 3's
-//     look has let go, and one that takes k after it reads the state after
-//     3's leaving (2), finds the outcome left and applies it without a try.
-//     So the claimer applies it itself (apply).
-//  6. 4's walk and 5's claimer may both apply it: one compare-and-swap
-//     wins (applyMove), and only the winner completes the use.
-//
-// The atomics are sequentially consistent, so of 3's leaving and 2's read,
-// and of 3's look and 2's take, one sees the other.
-func (o *Op) handToWalk(impl Operation, g gen) {
-	o.book.Lock()
-	l := o.first // nil once detached: applied already (6)
-	o.book.Unlock()
-	if l == nil {
-		return
-	}
-	if l.walked() { // 4
-		applyAll(l.hand(entry{impl, o, g})) // none, unless the walk let go meanwhile
-		return
-	}
-	if out := o.apply(g); out != Pending { // 5
-		o.complete(impl, out)
-	}
-}
-
-// applyAll applies the outcomes left on the solo uses of es, handed to a walk
-// (hand), and completes those it applies; a callback that panics does not
-// keep the rest from ending, and the panic goes on once they have.
-func applyAll(es []entry) {
-	if len(es) == 0 {
-		return
-	}
-	defer applyAll(es[1:]) // not in a loop: an open-coded defer costs nothing
-	if out := es[0].op.apply(es[0].gen); out != Pending {
-		es[0].op.complete(es[0].impl, out)
-	}
 }
 
 // complete runs once per use, after the move that set its outcome: it

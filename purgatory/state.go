@@ -23,7 +23,7 @@ import "fmt"
 //
 //	 63                                                        6 5      4 3  2    1     0
 //	+-----------------------------------------------------------+--------+--+----+------+-------+
-//	|                            head                           |  turn  |  |all |handed|leveled|
+//	|                            head                           |  turn  |  |all |relay |leveled|
 //	+-----------------------------------------------------------+--------+--+----+------+-------+
 //
 // A turn is "one goroutine at a time, and nobody waits": held by whoever's
@@ -36,10 +36,10 @@ const (
 	// listLeveled (walking word): lv's heap holds an operation waiting for
 	// a level. Set and cleared under the shard's mutex.
 	listLeveled int64 = 1 << iota
-	// listHanded (walking word): lv.handed holds solo uses whose outcome
-	// was left for the walk (hand). Set under the shard's mutex by hand,
+	// listRelayed (walking word): lv.relayed holds solo uses whose outcome
+	// was left for the walk (relay). Set under the shard's mutex by queueRelay,
 	// cleared by whoever takes the queue.
-	listHanded
+	listRelayed
 	// listAgainAll (walking word): a round was asked for by a walk that
 	// tries every operation (CheckAndComplete, Advance), not only by
 	// hand-offs; set only with turnAgain and cleared with it.
@@ -56,7 +56,7 @@ const (
 	// soloBit (bits 6–63 of the walking word: its head, listHeadShift):
 	// watched under one key, and TryCompleteElseWatch has let go
 	// of its tries: only that key's walk tries the use, without the try
-	// bit (the steps at Op.handToWalk). Set by TryCompleteElseWatch's last
+	// bit (the steps at Op.relay). Set by TryCompleteElseWatch's last
 	// settle, in the move that lets go of the try bit; kept until the next
 	// use.
 	soloBit
@@ -153,7 +153,7 @@ const (
 //	pending|held          pending|held|left         a claim that meets a try                      claimMove
 //	pending|solo          pending|solo|left         a claim of a solo use                         claimMove
 //	pending|solo|left     left|ending               that claimer, if no walk holds the key;       applyMove
-//	                                                else the walk it handed the use to
+//	                                                else the walk it relayed the use to
 //	pending               pending|held              a walk (acquire)                              acquireMove
 //	pending|held          pending|held|again        a walk that meets a try (acquire)             acquireMove
 //	pending|held(|left)   Completed|ending          the holder: its try passed                    settleMove
@@ -339,7 +339,7 @@ func abandonMove(s int64, withdraw bool) (int64, settled) {
 // soloMove ends the walk's try of solo use g, made without the try bit, which
 // returned ok: Completed if it passed, else the outcome left meanwhile, else
 // nothing changes. Nothing else can end a solo use while its walk tries it
-// (the steps at Op.handToWalk).
+// (the steps at Op.relay).
 func soloMove(s int64, g gen, ok bool) (int64, settled) {
 	if s&(outcomeBits|turnHeld) != 0 || s&soloBit == 0 || genOf(s) != g {
 		panic(impossible{"a solo use changed under its walk's try", s})
@@ -556,8 +556,8 @@ func (o *Op) step(g gen) (step, int64) {
 // lockedIn reports whether a use in state s takes Op.Locker for its tries.
 func lockedIn(s int64) bool { return s&lockerBit != 0 }
 
-// handedIn reports whether a walking word w has uses handed to its walk.
-func handedIn(w int64) bool { return w&listHanded != 0 }
+// relayedIn reports whether a walking word w has uses handed to its walk.
+func relayedIn(w int64) bool { return w&listRelayed != 0 }
 
 // recycle ends a use the purgatory is done with: its Recycle runs, if the
 // operation is a Recycler and the use was a real one (not withdrawn).
@@ -652,21 +652,21 @@ func (l *watchList[K]) setLeveled(on bool) {
 	}
 }
 
-// handedAny reports whether uses wait in lv.handed.
-func (l *watchList[K]) handedAny() bool { return handedIn(l.walking.Load()) }
+// relayedAny reports whether uses wait in lv.relayed.
+func (l *watchList[K]) relayedAny() bool { return relayedIn(l.walking.Load()) }
 
-// setHanded records whether uses wait in lv.handed. The caller holds the
+// setRelayed records whether uses wait in lv.relayed. The caller holds the
 // shard's mutex.
-func (l *watchList[K]) setHanded(on bool) {
+func (l *watchList[K]) setRelayed(on bool) {
 	if on {
-		l.walking.Or(listHanded)
+		l.walking.Or(listRelayed)
 	} else {
-		l.walking.And(^listHanded)
+		l.walking.And(^listRelayed)
 	}
 }
 
 // restingWord reports whether w is a walking word with no walk under way and
-// nothing handed: the state a list rests in.
+// nothing relayed: the state a list rests in.
 func restingWord(w int64) bool { return w&listLowBits&^listLeveled == 0 }
 
 // head returns the list's head. The caller holds the shard's mutex.

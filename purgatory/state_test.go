@@ -179,8 +179,8 @@ func TestWalkingWordMoves(t *testing.T) {
 	require.Equal(t, listLeveled|turnHeld, next)
 	require.True(t, again)
 	require.False(t, all, "only hand-offs asked: the round stops at its first no")
-	next, again, all = leaveMove(s2 | listHanded)
-	require.Equal(t, listLeveled|listHanded|turnHeld, next)
+	next, again, all = leaveMove(s2 | listRelayed)
+	require.Equal(t, listLeveled|listRelayed|turnHeld, next)
 	require.True(t, again)
 	require.True(t, all)
 	next, again, _ = leaveMove(listLeveled | turnHeld)
@@ -313,7 +313,7 @@ func TestStateBits(t *testing.T) {
 	}
 	require.Equal(t, int64(-1), all, "every bit of Op.state has a meaning")
 	require.Equal(t, 47, bits.OnesCount64(^uint64(1<<genShift-1)), "47 bits of generation")
-	require.Zero(t, (listLeveled|listHanded|listAgainAll)&^outcomeBits, "the walking word's flags sit where an Op keeps its outcome")
+	require.Zero(t, (listLeveled|listRelayed|listAgainAll)&^outcomeBits, "the walking word's flags sit where an Op keeps its outcome")
 	require.Equal(t, listLowBits, outcomeBits|turnBits, "the walking word's head starts above its turn")
 	for _, h := range []int{0, 1, 1000, 1 << 40} {
 		w := withHead(listLeveled|turnBits|listAgainAll, h)

@@ -206,14 +206,14 @@ type walkList interface {
 	// that round reads and again, and all if it is over every operation
 	// (not only a hand-off's).
 	leave(handOff bool, passed int) (ops []entry, again, all bool)
-	// takeHanded returns the solo uses handed to the walk with an outcome
-	// left (Op.handToWalk), and forgets them; after the walk has let go
+	// takeRelayed returns the solo uses handed to the walk with an outcome
+	// left (Op.relay), and forgets them; after the walk has let go
 	// (gone), none if another walk holds the list by now.
-	takeHanded(gone bool) []entry
+	takeRelayed(gone bool) []entry
 }
 
 // run tries the operations, and goes over the list again for as long as
-// other walks ask it to before it leaves; then it applies the outcomes handed
+// other walks ask it to before it leaves; then it applies the outcomes relayed
 // to it.
 func (w *tryWalk) run() {
 	for w.list != nil {
@@ -223,7 +223,7 @@ func (w *tryWalk) run() {
 		if !again {
 			l := w.list
 			w.list = nil
-			applyAll(l.takeHanded(true)) // after leave let go: see hand
+			applyRelayed(l.takeRelayed(true)) // after leave let go: see queueRelay
 			return
 		}
 		w.handOff = !all
@@ -254,8 +254,8 @@ func (w *tryWalk) tryEach() {
 			// which applies it below.
 			no = true
 		}
-		if handedIn(w.word.Load()) {
-			applyAll(w.list.takeHanded(false))
+		if relayedIn(w.word.Load()) {
+			applyRelayed(w.list.takeRelayed(false))
 		}
 		if no && w.handOff {
 			return
@@ -264,7 +264,7 @@ func (w *tryWalk) tryEach() {
 }
 
 // trySolo ends the walk's try of e's solo use, made without the try bit,
-// which returned ok (the steps at Op.handToWalk), and reports whether it said
+// which returned ok (the steps at Op.relay), and reports whether it said
 // no.
 func (w *tryWalk) trySolo(e entry, ok bool) (no bool) {
 	switch r, out := e.op.soloTried(e.gen, ok); r {

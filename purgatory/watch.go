@@ -152,8 +152,8 @@ func (s *shards[K]) remove(key K) []entry {
 	}
 	ops := slices.Clone(l.walkable())
 	var owed *levelState
-	if l.lv != nil && len(l.lv.handed) > 0 {
-		owed = &levelState{high: noLevel, handed: l.lv.handed}
+	if l.lv != nil && len(l.lv.relayed) > 0 {
+		owed = &levelState{high: noLevel, relayed: l.lv.relayed}
 	}
 	l.entries, l.lv = nil, owed
 	l.setHead(0)

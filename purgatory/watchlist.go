@@ -27,18 +27,18 @@ import (
 
 // place is a key's watch list as an operation sees it, whatever the key's
 // type: the list it must tell when it ends, and, for a solo use, the list
-// whose walk it hands an outcome to (Op.handToWalk).
+// whose walk it hands an outcome to (Op.relay).
 type place interface {
 	// drop counts one of the list's entries dead: its operation has ended.
 	// It is called once for each time the operation was linked there.
 	drop()
 	// walked reports whether a walk of the list is under way.
 	walked() bool
-	// hand leaves e, a solo use with an outcome left for its walk, to the
+	// queueRelay leaves e, a solo use with an outcome left for its walk, to the
 	// walk of the list under way, and returns nil; if that walk has let go
-	// meanwhile, it returns every use handed to the list, e's included,
-	// for the caller to apply (applyAll).
-	hand(e entry) []entry
+	// meanwhile, it returns every use relayed to the list, e's included,
+	// for the caller to apply (applyRelayed).
+	queueRelay(e entry) []entry
 }
 
 // watchList holds the operations watched under one key. Its invariants:
@@ -89,12 +89,12 @@ type place interface {
 //     a heap never walked in place; reach moves those whose level is
 //     reached to entries. count covers both parts, and so does a drop.
 //     lv.high, the highest level reported, only grows, and is forgotten
-//     with the list. lv also holds the solo uses handed to the walk with an
-//     outcome left for it (hand), a rare path, which the walk applies
+//     with the list. lv also holds the solo uses relayed to the walk with an
+//     outcome left for it (relay.go), a rare path, which the walk applies
 //     between its tries and as it leaves; take keeps them.
 //   - The walking word holds, beside the turn's bits, listLeveled (lv's heap
 //     holds a waiting operation: drops compact sooner; set and cleared
-//     under the mutex), listHanded (lv.handed is not empty) and
+//     under the mutex), listRelayed (lv.relayed is not empty) and
 //     listAgainAll (state.go).
 //
 // The words every drop and walk touch (count, walking, entries) come first,
@@ -257,54 +257,6 @@ func (l *watchList[K]) drop() {
 	if l.crowded(l.count.Add(1)) && !l.walked() {
 		l.compact(true)
 	}
-}
-
-// hand implements place. It queues e for the walk, flagging the list before
-// it looks at the turn, while the walk lets go of the turn before it looks at
-// the flag (leave, then takeHanded): one of the two sees the other, so no
-// use handed here waits for a walk that has gone.
-func (l *watchList[K]) hand(e entry) []entry {
-	sh := l.shard
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	lv := l.levelsMade()
-	lv.handed = append(lv.handed, e)
-	l.setHanded(true)
-	if l.walked() {
-		return nil
-	}
-	return l.takeHandedLocked()
-}
-
-// takeHanded returns the uses handed to the list's walk, and forgets them:
-// nil, after one atomic load, if there are none. A walk calls it while it
-// holds the list, between its tries, and once more after it has let go
-// (gone): then it takes nothing if another walk holds the list by now, for
-// that walk may be trying one of them, without the try bit, at this very
-// moment (a solo use's try); that walk applies them between its tries or as
-// it leaves. The interleaving checker found that race (interleave_test.go,
-// "a walk gone takes the next one's handed uses"): a walk that had let go
-// applied an expiry to a use the next walk was trying, which then passed.
-func (l *watchList[K]) takeHanded(gone bool) []entry {
-	if !l.handedAny() {
-		return nil
-	}
-	l.shard.mu.Lock()
-	defer l.shard.mu.Unlock()
-	if gone && l.walked() {
-		return nil
-	}
-	return l.takeHandedLocked()
-}
-
-func (l *watchList[K]) takeHandedLocked() []entry {
-	l.setHanded(false)
-	if l.lv == nil {
-		return nil
-	}
-	es := l.lv.handed
-	l.lv.handed = nil
-	return es
 }
 
 // crowded reports whether a list with this count should be compacted whole:
