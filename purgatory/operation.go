@@ -335,12 +335,12 @@ func (o *Op) detach() (c *core, unpin int64) {
 	s := o.state.Load() // ended: so nothing attaches after this
 	first, places, stopCtx := o.first, o.places, o.stopCtx
 	o.first, o.places, o.stopCtx = nil, nil, nil
-	if s&boundBit != 0 {
+	if bound(s) {
 		c = o.core // written before the bind that set boundBit
 	}
 	o.book.Unlock()
 
-	if s&armedBit != 0 && o.timer.Stop() {
+	if armed(s) && o.timer.Stop() {
 		unpin |= armedBit // it will not fire
 	}
 	if stopCtx != nil && stopCtx() {
@@ -389,7 +389,7 @@ func (o *Op) bind(impl Operation, c *core, tw *timingwheel.TimingWheel, pin int6
 	if _, ok := impl.(Recycler); ok {
 		set |= recyclerBit
 	}
-	if s := o.state.Load(); s&boundBit != 0 && over(s) && o.core != c { // core is immutable once a use is over
+	if s := o.state.Load(); bound(s) && over(s) && o.core != c { // core is immutable once a use is over
 		panic("purgatory: operation reused in another purgatory; an operation's later uses must go to the purgatory of its first, whose wheel holds its timeout")
 	}
 	c.counters.add(1) // before the use can end and be counted

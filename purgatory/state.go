@@ -188,6 +188,8 @@ func pending(s int64) bool        { return s&(outcomeBits|leftBits) == 0 }
 func ended(s int64) bool          { return s&outcomeBits != 0 }
 func over(s int64) bool           { return ended(s) && s&pins == 0 }
 func endedWith(out Outcome) int64 { return int64(out) | endingBit }
+func bound(s int64) bool          { return s&boundBit != 0 }
+func armed(s int64) bool          { return s&armedBit != 0 }
 
 // impossible is the panic of a move that meets a state breaking an
 // invariant, which only a bug in this package can make. (A value, not a
