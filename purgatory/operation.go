@@ -186,13 +186,9 @@ type Op struct {
 	// park is the operation's parking (park.go), made at its first
 	// TryCompleteElsePark by the goroutine that passes it, before its bind;
 	// nil if it was never parked. It also keeps state from ending a 64-byte
-	// line (it took the place of 8 bytes of padding): without it Op is 192
-	// bytes, state its bytes 184 to 191, and in an operation that starts on
-	// a line the embedding type's first field starts the next one, so a try
-	// touches two lines. Measured at commit 82e606c on a 2-core Intel Xeon,
-	// with go -C bench run . -child -workload W5 -system purgatory
-	// -cpuprofile: TryComplete's read of the request's first field was 17 %
-	// of the samples, a cache miss, against under 1 % with Op at 200 bytes.
+	// line: at 192 bytes, an Op that starts a line would end it with state,
+	// and a try would touch the next line too, for the embedding type's
+	// first field (TestLayout; commit 84af236 measured it).
 	park *parking
 
 	// Atomic. The one field of Op a try in CheckAndComplete reads (its watch
@@ -414,98 +410,4 @@ func (o *Op) bind(impl Operation, c *core, tw *timingwheel.TimingWheel, pin int6
 	}
 	panic("purgatory: operation passed to TryCompleteElseWatch again before the purgatory was done with its last use (its OnComplete or OnExpiration, or its timeout's or context's callback, still runs); " +
 		"put it back in your pool from Recycle (implement purgatory.Recycler), which runs once the purgatory is done with it")
-}
-
-// runTry runs TryComplete, under Op.Locker if one is set. The caller holds the
-// try bit, or walks the key of a solo use.
-func (o *Op) runTry(impl Operation) bool {
-	if o.locked() {
-		return o.runTryLocked(impl)
-	}
-	return impl.TryComplete()
-}
-
-func (o *Op) runTryLocked(impl Operation) bool {
-	l := o.Locker
-	if l == nil { // cleared after TryCompleteElseWatch, which its doc forbids
-		return impl.TryComplete()
-	}
-	l.Lock()
-	defer l.Unlock()
-	return impl.TryComplete()
-}
-
-// tryHeld settles a try whose TryComplete returned ok, and tries again, for
-// as long as others ask for another try and nothing was left for it; it
-// returns how the last try settled and the outcome it set (Completed, an
-// outcome left, or Pending), for the caller to complete, and that try's
-// answer. The try bit is let go either way, setting the bits of set. If
-// TryComplete panics, the caller still holds the try bit and must abandon it.
-// It is the one settle loop: the walks and TryCompleteElseWatch all end their
-// tries here.
-func (o *Op) tryHeld(impl Operation, ok bool, set int64) (settled, Outcome, bool) {
-	for {
-		r, out := o.settle(ok, set)
-		if r != settleRetry {
-			return r, out, ok
-		}
-		ok = o.runTry(impl)
-	}
-}
-
-// abandonTry lets go of the try bit after TryComplete panicked, and completes
-// the use with an outcome left for the try meanwhile (or, with withdraw,
-// withdraws it): nothing left for a try is lost to a panic.
-func (o *Op) abandonTry(impl Operation, withdraw bool) {
-	switch r, out := o.abandon(withdraw); r {
-	case settleApplied:
-		o.complete(impl, out)
-	case settleWithdrawn:
-		o.withdraw()
-	}
-}
-
-// firstTries is TryCompleteElseWatch's hold of the try bit, from bind to its
-// last settle: no other try of the operation runs in between.
-type firstTries struct {
-	o    *Op
-	impl Operation
-	held bool
-}
-
-func (t *firstTries) try() bool { return t.o.runTry(t.impl) }
-
-// conclude lets go of the try bit, trying once more for each try asked for
-// meanwhile, and completes the operation: Completed if a try passed (ok is the
-// last one's answer), or with an outcome left for the tries. It reports
-// whether it completed it.
-func (t *firstTries) conclude(ok, solo bool) bool {
-	var set int64
-	if solo {
-		set = soloBit
-	}
-	r, out, _ := t.o.tryHeld(t.impl, ok, set)
-	t.held = false
-	if r == settleWon || r == settleApplied {
-		t.o.complete(t.impl, out)
-	}
-	return r == settleWon
-}
-
-// giveUp ends the tries with outcome and no try more: it leaves outcome for
-// them (or keeps an outcome left already) and concludes with "no", which
-// applies it.
-func (t *firstTries) giveUp(outcome Outcome) {
-	t.o.claim(outcome)
-	t.conclude(false, false)
-}
-
-// undo, deferred, abandons the try bit if TryComplete panicked while it was
-// held: the operation is withdrawn (nothing stays watched, armed or counted),
-// unless an outcome was left for the try meanwhile, which then ends it.
-func (t *firstTries) undo() {
-	if t.held {
-		t.held = false
-		t.o.abandonTry(t.impl, true)
-	}
 }
