@@ -135,6 +135,13 @@ func (p *Purgatory[K]) add(op Operation, o *Op, watch func() (distinct int), par
 	if parked != nil {
 		parked(g) // the try bit is held: the use cannot end before this
 	}
+	return p.tryElseWatch(op, o, watch, parked == nil)
+}
+
+// tryElseWatch is add's from bind, which left the try bit held, to its last
+// settle: a try, the watch, a try again, arming the timeout and the
+// context (if arm: not for a parked use), and conclude.
+func (p *Purgatory[K]) tryElseWatch(op Operation, o *Op, watch func() (distinct int), arm bool) bool {
 	try := firstTries{o: o, impl: op, held: true} // no other try of o runs until try.conclude
 	defer try.undo()                              // if TryComplete panics
 	if p.closed.Load() {
@@ -149,7 +156,7 @@ func (p *Purgatory[K]) add(op Operation, o *Op, watch func() (distinct int), par
 	solo := false
 	if !ok {
 		solo = watch() == 1 // from now on, only its key's walk tries it
-		if ok = try.try(); !ok && !o.decided() && parked == nil {
+		if ok = try.try(); !ok && !o.decided() && arm {
 			o.arm()
 		}
 	}
