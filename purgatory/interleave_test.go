@@ -11,31 +11,33 @@ import (
 
 // The interleaving checker (issue 49, item 1): every interleaving of a few
 // paths over one operation watched under one key, each path a sequence of
-// atomic steps, the state visited hashed. The moves of the two words are
+// atomic steps, the states visited hashed. The moves of the two words are
 // state.go's own pure functions, called through movesTable so that the
 // mutation test can swap in faulty ones; the steps around them (a mutex
 // section, a load, a try, the callbacks) are modelled here, each named after
 // the function it mirrors. A step is atomic where the code's is: one
 // compare-and-swap loop's winning iteration, one load, or one critical
-// section whose only shared access is under its mutex (Op.book's are
-// single steps; the shard mutex is held across queueRelay's two, so it is a lock
-// of the model's own).
+// section whose only shared access is under its mutex (Op.book's are single
+// steps; the shard mutex is held across queueRelay's two, so it is a lock of
+// the model's own). The model's waits are steps not enabled, so a step that
+// changes nothing is a fault of the model, and fails.
 //
 // Modelled (one key, one operation, its uses 0 and 1): TryCompleteElseWatch
 // (bind, the first try, watch, the second try, arming the timeout and the
-// context, conclude: purgatory.add, armTimer, watchContext), a walk over
-// every operation (CheckAndComplete) and a hand-off (HandOff) (walkKey,
-// tryWalk.run, tryEach, try, trySolo, leave, takeRelayed), the timeout's fire
-// (expire), the context's callback (contextDone), ForceComplete, the
-// hand-over of a solo use's outcome to a walk (relay, queueRelay, applyRelayed),
-// complete (detach, the callbacks, finish), and a second use that starts
-// once the first is recycled, met by a stale entry of the first, a parked
-// use (TryCompleteElsePark, then Parked.Wait: its token, its own timer's
-// claim by generation, its leave), CancelForKey and ForceCompleteForKey
-// (remove, which takes the key's list out of the map and leaves a walk the
-// old one, then endAt of each entry) and Close (closed, then endAt of each
-// entry; the add's two looks at closed). Not yet: levels (Advance), a
-// panicking TryComplete (abandon), Locker, and more than one key.
+// context, conclude: purgatory.add, tryElseWatch, armTimer, watchContext,
+// and its two looks at Purgatory.closed); a walk over every operation
+// (CheckAndComplete) and a hand-off (HandOff) (walkKey, tryWalk.run,
+// tryEach, try, trySolo, leave, takeRelayed); the timeout's fire (expire)
+// and the context's callback (contextDone); ForceComplete; CancelForKey and
+// ForceCompleteForKey (remove, which takes the key's list out of the map and
+// leaves a walk the old one, then endAt of each entry); Close (closed, then
+// endAt of each entry); the relay of a solo use's outcome to a walk (relay,
+// queueRelay, applyRelayed); complete (detach, the callbacks, finish); a
+// second use that starts once the first is recycled, met by a stale entry of
+// the first; and a parked use (TryCompleteElsePark, then Parked.Wait: its
+// token, its own timer's claim by generation, its leave). Not yet: levels
+// (Advance), a panicking TryComplete (abandon), Locker, Shed, and more than
+// one key.
 
 // movesTable is the moves the model makes, state.go's unless a test swaps
 // one for a fault.
@@ -409,7 +411,7 @@ func (w *world) unpinAndRecycle(pin int64) {
 	}
 }
 
-// add is TryCompleteElseWatch of one key (purgatory.add, firstTries).
+// add is TryCompleteElseWatch of one key (purgatory.add, tryElseWatch, firstTries).
 func (w *world) add(i int, p *path, answer int) {
 	switch p.pc {
 	case 0: // bind
