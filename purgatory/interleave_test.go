@@ -35,9 +35,10 @@ import (
 // queueRelay, applyRelayed); complete (detach, the callbacks, finish); a
 // second use that starts once the first is recycled, met by a stale entry of
 // the first; and a parked use (TryCompleteElsePark, then Parked.Wait: its
-// token, its own timer's claim by generation, its leave). Not yet: levels
-// (Advance), a panicking TryComplete (abandon), Locker, Shed, and more than
-// one key.
+// token, its own timer's claim by generation, its leave); and, where a
+// scenario asks, tries that panic (firstTries.undo and tryWalk.unwind:
+// abandonTry, withdraw). Not yet: levels (Advance), Locker, Shed, and more
+// than one key.
 
 // movesTable is the moves the model makes, state.go's unless a test swaps
 // one for a fault.
@@ -47,6 +48,7 @@ type movesTable struct {
 	apply   func(s int64, g gen) (int64, Outcome)
 	acquire func(s int64, g gen) (int64, acquired)
 	settle  func(s int64, ok bool, set int64) (int64, settled)
+	abandon func(s int64, withdraw bool) (int64, settled)
 	solo    func(s int64, g gen, ok bool) (int64, settled)
 	pin     func(s, pin int64) (int64, bool)
 	unpin   func(s, pin int64) int64
@@ -55,7 +57,7 @@ type movesTable struct {
 	leave   func(s int64) (int64, bool, bool)
 }
 
-var stateMoves = movesTable{bindMove, claimMove, applyMove, acquireMove, settleMove, soloMove,
+var stateMoves = movesTable{bindMove, claimMove, applyMove, acquireMove, settleMove, abandonMove, soloMove,
 	pinMove, unpinMove, walkStep, takeMove, leaveMove}
 
 // pathKind is what a path does.
@@ -122,6 +124,8 @@ type useObs struct {
 	onComplete, expiration uint8
 	completedWith          Outcome
 	passed                 bool  // a try returned true
+	decided                uint8 // claims that decided the use (Op.end's true)
+	decidedWith            Outcome
 	recycled               uint8 // Recycle ran
 	trying                 uint8 // the path whose try runs, + 1
 }
@@ -140,6 +144,7 @@ type world struct {
 	choose  bool // tries answer by choice (else by items)
 	noTimer bool // the operations have no timeout
 	withCtx bool // the operations have a context
+	panics  bool // a try may panic too (a third answer)
 	ctx     uint8
 	stopCtx bool   // Op.stopCtx: set under book by watchContext, taken by detach
 	pkUse   uint64 // parking.use: the parked use's generation + 1, or 0
@@ -220,6 +225,8 @@ func (w *world) enabled(i int) (bool, int) {
 		return w.obs[0].recycled > 0, 1
 	case w.needsShard(p) && w.shardMu != noPath && int(w.shardMu) != i:
 		return false, 0
+	case isTry(p) && w.panics:
+		return true, 3
 	case isTry(p) && w.choose:
 		return true, 2
 	}
@@ -269,6 +276,9 @@ func (w *world) try(i int, g gen, answer int) bool {
 	case o.recycled > 0:
 		w.fail("use %d tried after its Recycle", g)
 	}
+	if answer == 2 { // it panics: a try that ran and returned nothing
+		return false
+	}
 	o.trying = uint8(i) + 1
 	ok := answer == 1
 	if !w.choose {
@@ -297,7 +307,7 @@ func (w *world) run(i int, answer int) {
 	case pAdd, pReuse:
 		w.add(i, p, answer)
 	case pPark:
-		if p.pc < 70 || p.pc == 90 {
+		if p.pc < 70 || p.pc == 90 || p.pc == 95 {
 			w.add(i, p, answer)
 		} else {
 			w.park(p, answer)
@@ -375,6 +385,13 @@ func (w *world) claimCurrent(out Outcome) (claimed, gen) {
 // end is Op.end: it acts on a claim's verdict, then goes on at ret.
 func (w *world) end(p *path, r claimed, g gen, out Outcome, ret uint8) {
 	p.g, p.out = g, out
+	if r != claimLost { // end reports true: this claim decided the use
+		o := w.use(g)
+		if o.decided++; o.decided > 1 {
+			w.fail("use %d decided by two claims: %v, then %v", g, o.decidedWith, out)
+		}
+		o.decidedWith = out
+	}
 	switch r {
 	case claimEnded:
 		p.retC, p.pc = ret, pcComplete
@@ -403,7 +420,7 @@ func (w *world) fire(p *path) {
 func (w *world) unpinAndRecycle(pin int64) {
 	next := stateMoves.unpin(w.state, pin)
 	w.setState(next)
-	if over(next) && next&recyclerBit != 0 {
+	if over(next) && next&recyclerBit != 0 && outcomeOf(next) != withdrawn { // Op.recycle
 		o := w.use(genOf(next))
 		if o.recycled++; o.recycled > 1 {
 			w.fail("use %d recycled twice", genOf(next))
@@ -447,6 +464,20 @@ func (w *world) add(i int, p *path, answer int) {
 	case 1, 3, 6: // try.try(): the first, the one after watch, one asked for
 		p.ok = w.try(i, p.g, answer)
 		p.pc = map[uint8]uint8{1: 11, 3: 31, 6: 61}[p.pc]
+		if answer == 2 {
+			p.pc = 95 // TryComplete panicked: firstTries.undo
+		}
+	case 95: // undo: abandonTry(withdraw): an outcome left ends the use, else it is withdrawn
+		next, r := stateMoves.abandon(w.state, true)
+		w.setState(next)
+		after := uint8(pcDone) // the panic goes on
+		if p.kind == pPark {
+			after = 80 // TryCompleteElsePark's deferred leave, without a token
+		}
+		p.out, p.retC, p.pc = outcomeOf(next), after, pcComplete // withdraw: complete without callbacks
+		if r != settleApplied && r != settleWithdrawn {
+			w.fail("abandon with withdraw left use %d pending (%v)", p.g, r)
+		}
 	case 61:
 		w.tried(p.g)
 		p.pc = 5
@@ -649,6 +680,9 @@ func (w *world) walkStep(i int, p *path, answer int) {
 	case 2: // a solo try, without the try bit
 		p.ok = w.try(i, p.g, answer)
 		p.pc = 3
+		if answer == 2 { // TryComplete panicked: unwind, holding no try bit
+			p.pc = 97
+		}
 	case 3: // trySolo: soloTried
 		w.tried(p.g)
 		next, r := stateMoves.solo(w.state, p.g, p.ok)
@@ -669,6 +703,18 @@ func (w *world) walkStep(i int, p *path, answer int) {
 	case 7: // a held try
 		p.ok = w.try(i, p.g, answer)
 		p.pc = 8
+		if answer == 2 { // TryComplete panicked: unwind lets go of the try bit
+			p.pc = 96
+		}
+	case 96: // unwind: abandonTry(false): an outcome left ends the use
+		next, r := stateMoves.abandon(w.state, false)
+		w.setState(next)
+		w.settled(p, r, outcomeOf(next), 97)
+	case 97: // unwind: a hand-off's round stops here, then run goes on
+		if p.handOff {
+			p.next = p.nops
+		}
+		p.pc = 1
 	case 8: // tryHeld's settle
 		w.tried(p.g)
 		next, r := stateMoves.settle(w.state, p.ok, 0)
@@ -766,8 +812,8 @@ func (w *world) subroutine(i int, p *path) {
 		if o.recycled > 0 {
 			w.fail("use %d's callbacks ran after its Recycle", p.g)
 		}
-		if p.out == Cancelled {
-			o.completedWith = Cancelled
+		if p.out == Cancelled || p.out == withdrawn { // withdraw: no callbacks either
+			o.completedWith = p.out
 			p.pc++
 			return
 		}
@@ -860,6 +906,9 @@ func (w *world) finished() {
 		case g > genOf(w.state) || w.state == 0:
 		case o.outcome == Pending:
 			w.fail("use %d never ended (items left: %d)", g, w.items)
+		case o.outcome == withdrawn && (o.onComplete != 0 || o.recycled != 0):
+			w.fail("use %d withdrawn, yet OnComplete ran %d times and Recycle %d", g, o.onComplete, o.recycled)
+		case o.outcome == withdrawn:
 		case o.onComplete != 1 && o.outcome != Cancelled, o.onComplete != 0 && o.outcome == Cancelled:
 			w.fail("use %d ended %v: OnComplete ran %d times", g, o.outcome, o.onComplete)
 		case o.completedWith != o.outcome:
@@ -868,6 +917,8 @@ func (w *world) finished() {
 			w.fail("use %d ended %v with OnExpiration run %d times", g, o.outcome, o.expiration)
 		case o.passed && o.outcome != Completed:
 			w.fail("use %d: a try passed and it ended %v", g, o.outcome)
+		case o.decided == 1 && o.outcome != o.decidedWith && o.outcome != Completed:
+			w.fail("use %d: a claim of %v decided it, and it ended %v", g, o.decidedWith, o.outcome)
 		case bound && o.recycled != 1, !bound && o.recycled != 0:
 			w.fail("use %d recycled %d times", g, o.recycled)
 		}
@@ -881,10 +932,11 @@ type scenario struct {
 	choose  bool // tries answer both ways; else by the items pushes made
 	noTimer bool
 	withCtx bool
+	panics  bool
 }
 
 func (sc scenario) start() world {
-	w := world{shardMu: noPath, cur: -1, first: -1, choose: sc.choose, noTimer: sc.noTimer, withCtx: sc.withCtx, np: uint8(len(sc.paths))}
+	w := world{shardMu: noPath, cur: -1, first: -1, choose: sc.choose, noTimer: sc.noTimer, withCtx: sc.withCtx, panics: sc.panics, np: uint8(len(sc.paths))}
 	for i, k := range sc.paths {
 		w.paths[i] = path{kind: k}
 	}
@@ -920,8 +972,8 @@ func exploreEnds(start world) (states int, ends map[string]int, err error) {
 				moved = true
 				next := w
 				label := fmt.Sprintf("%s@%d", pathNames[w.paths[i].kind], w.paths[i].pc)
-				if answers == 2 {
-					label += fmt.Sprintf("(try says %v)", a == 1)
+				if answers >= 2 {
+					label += [...]string{"(try says false)", "(try says true)", "(try panics)"}[a]
 				}
 				trail = append(trail, label)
 				if v := next.step(i, a); v != "" {
@@ -940,9 +992,15 @@ func exploreEnds(start world) (states int, ends map[string]int, err error) {
 			if v := w.check(w.finished); v != "" {
 				return fmt.Errorf("%s, after %s", v, strings.Join(trail, " → "))
 			}
-			end := w.obs[0].outcome.String()
+			name := func(o Outcome) string {
+				if o == withdrawn {
+					return "withdrawn"
+				}
+				return o.String()
+			}
+			end := name(w.obs[0].outcome)
 			if genOf(w.state) == 1 {
-				end += ", then " + w.obs[1].outcome.String()
+				end += ", then " + name(w.obs[1].outcome)
 			}
 			ends[end]++
 		}
@@ -976,32 +1034,36 @@ func (w *world) check(f func()) (v violation) {
 // scenarios are the checked ones: three paths each (the timeout's counts
 // once armed).
 var scenarios = []scenario{
-	{"add, check, force", []pathKind{pAdd, pCheck, pForce, pTimeout}, true, false, false},
-	{"add, handoff, force", []pathKind{pAdd, pHandOff, pForce, pTimeout}, true, false, false},
-	{"add, check, handoff", []pathKind{pAdd, pCheck, pHandOff, pTimeout}, true, false, false},
-	{"add, check, check", []pathKind{pAdd, pCheck, pCheck, pTimeout}, true, false, false},
-	{"add, push+handoff, push+handoff (no timeout)", []pathKind{pAdd, pPushHand, pPushHand}, false, true, false},
-	{"add, push+handoff, check (no timeout)", []pathKind{pAdd, pPushHand, pCheck}, false, true, false},
-	{"add, reuse, check", []pathKind{pAdd, pReuse, pCheck, pTimeout}, true, false, false},
-	{"add, check, context", []pathKind{pAdd, pCheck, pContext, pTimeout}, true, false, true},
-	{"add, handoff, context (no timeout)", []pathKind{pAdd, pHandOff, pContext}, true, true, true},
-	{"park, handoff, force", []pathKind{pPark, pHandOff, pForce}, true, true, false},
-	{"park, check, check", []pathKind{pPark, pCheck, pCheck}, true, true, false},
-	{"park, push+handoff, push+handoff", []pathKind{pPark, pPushHand, pPushHand}, false, true, false},
-	{"add, check, cancel", []pathKind{pAdd, pCheck, pCancel, pTimeout}, true, false, false},
-	{"add, handoff, forcekey", []pathKind{pAdd, pHandOff, pForceKey, pTimeout}, true, false, false},
-	{"add, check, close", []pathKind{pAdd, pCheck, pClose, pTimeout}, true, false, false},
-	{"park, handoff, close", []pathKind{pPark, pHandOff, pClose}, true, true, false},
-	{"add, reuse, cancel", []pathKind{pAdd, pReuse, pCancel, pTimeout}, true, false, false},
-	{"add, reuse, forcekey", []pathKind{pAdd, pReuse, pForceKey, pTimeout}, true, false, false},
+	{"add, check, force", []pathKind{pAdd, pCheck, pForce, pTimeout}, true, false, false, false},
+	{"add, handoff, force", []pathKind{pAdd, pHandOff, pForce, pTimeout}, true, false, false, false},
+	{"add, check, handoff", []pathKind{pAdd, pCheck, pHandOff, pTimeout}, true, false, false, false},
+	{"add, check, check", []pathKind{pAdd, pCheck, pCheck, pTimeout}, true, false, false, false},
+	{"add, push+handoff, push+handoff (no timeout)", []pathKind{pAdd, pPushHand, pPushHand}, false, true, false, false},
+	{"add, push+handoff, check (no timeout)", []pathKind{pAdd, pPushHand, pCheck}, false, true, false, false},
+	{"add, reuse, check", []pathKind{pAdd, pReuse, pCheck, pTimeout}, true, false, false, false},
+	{"add, check, context", []pathKind{pAdd, pCheck, pContext, pTimeout}, true, false, true, false},
+	{"add, handoff, context (no timeout)", []pathKind{pAdd, pHandOff, pContext}, true, true, true, false},
+	{"park, handoff, force", []pathKind{pPark, pHandOff, pForce}, true, true, false, false},
+	{"park, check, check", []pathKind{pPark, pCheck, pCheck}, true, true, false, false},
+	{"park, push+handoff, push+handoff", []pathKind{pPark, pPushHand, pPushHand}, false, true, false, false},
+	{"add, check, cancel", []pathKind{pAdd, pCheck, pCancel, pTimeout}, true, false, false, false},
+	{"add, handoff, forcekey", []pathKind{pAdd, pHandOff, pForceKey, pTimeout}, true, false, false, false},
+	{"add, check, close", []pathKind{pAdd, pCheck, pClose, pTimeout}, true, false, false, false},
+	{"park, handoff, close", []pathKind{pPark, pHandOff, pClose}, true, true, false, false},
+	{"add, reuse, cancel", []pathKind{pAdd, pReuse, pCancel, pTimeout}, true, false, false, false},
+	{"add, reuse, forcekey", []pathKind{pAdd, pReuse, pForceKey, pTimeout}, true, false, false, false},
+	{"add, check, force; tries panic", []pathKind{pAdd, pCheck, pForce, pTimeout}, true, false, false, true},
+	{"add, handoff, check; tries panic", []pathKind{pAdd, pHandOff, pCheck, pTimeout}, true, false, false, true},
+	{"park, handoff, force; tries panic", []pathKind{pPark, pHandOff, pForce}, true, true, false, true},
+	{"add, reuse, check; tries panic", []pathKind{pAdd, pReuse, pCheck, pTimeout}, true, false, false, true},
 }
 
 // longScenarios are four paths each, for the long suite (PURGATORY_LONG=1).
 var longScenarios = []scenario{
-	{"add, check, handoff, force", []pathKind{pAdd, pCheck, pHandOff, pForce, pTimeout}, true, false, false},
-	{"add, push+handoff, push+handoff, check (no timeout)", []pathKind{pAdd, pPushHand, pPushHand, pCheck}, false, true, false},
-	{"add, reuse, check, handoff", []pathKind{pAdd, pReuse, pCheck, pHandOff, pTimeout}, true, false, false},
-	{"add, check, force, context", []pathKind{pAdd, pCheck, pForce, pContext, pTimeout}, true, false, true},
+	{"add, check, handoff, force", []pathKind{pAdd, pCheck, pHandOff, pForce, pTimeout}, true, false, false, false},
+	{"add, push+handoff, push+handoff, check (no timeout)", []pathKind{pAdd, pPushHand, pPushHand, pCheck}, false, true, false, false},
+	{"add, reuse, check, handoff", []pathKind{pAdd, pReuse, pCheck, pHandOff, pTimeout}, true, false, false, false},
+	{"add, check, force, context", []pathKind{pAdd, pCheck, pForce, pContext, pTimeout}, true, false, true, false},
 }
 
 // TestEveryInterleaving explores every interleaving of each scenario and
@@ -1060,6 +1122,14 @@ func TestCheckerCatchesFaults(t *testing.T) {
 		{"a walk takes its relayed uses before it lets go, and none after", nil, takeBeforeLeave},
 		{"a walk gone takes the next one's relayed uses", nil, goneTakesRelayed},
 		{"a parked waiter leaves without taking its use back", nil, leaveWithoutClaim},
+		{"a panicking try drops the outcome left for it", func(m *movesTable) {
+			m.abandon = func(s int64, withdraw bool) (int64, settled) {
+				if withdraw {
+					return s&^(turnBits|leftBits) | endedWith(withdrawn), settleWithdrawn
+				}
+				return s &^ (turnBits | leftBits), settleLetGo
+			}
+		}, noFault},
 	}
 	for _, f := range faults {
 		t.Run(f.name, func(t *testing.T) {
