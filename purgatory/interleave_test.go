@@ -11,8 +11,8 @@ import (
 )
 
 // The interleaving checker (issue 49, item 1): every interleaving of a few
-// paths over one operation watched under one key, each path a sequence of
-// atomic steps, the states visited hashed. The moves of the two words are
+// paths over one operation watched under one key or two, each path a
+// sequence of atomic steps, the states visited hashed. The moves of the two words are
 // state.go's own pure functions, called through movesTable so that the
 // mutation test can swap in faulty ones; the steps around them (a mutex
 // section, a load, a try, the callbacks) are modelled here, each named after
@@ -23,8 +23,9 @@ import (
 // the model's own). The model's waits are steps not enabled, so a step that
 // changes nothing is a fault of the model, and fails.
 //
-// Modelled (one key, one operation, its uses 0 and 1): TryCompleteElseWatch
-// (bind, the first try, watch, the second try, arming the timeout and the
+// Modelled (one operation, its uses 0 and 1, under key A, or A and B, when
+// its use is never solo and every walk takes its try bit):
+// TryCompleteElseWatch (bind, the first try, watch, the second try, arming the timeout and the
 // context, conclude: purgatory.add, tryElseWatch, armTimer, watchContext,
 // and its two looks at Purgatory.closed); a walk over every operation
 // (CheckAndComplete) and a hand-off (HandOff) (walkKey, tryWalk.run,
@@ -38,8 +39,8 @@ import (
 // the first; and a parked use (TryCompleteElsePark, then Parked.Wait: its
 // token, its own timer's claim by generation, its leave); and, where a
 // scenario asks, tries that panic (firstTries.undo and tryWalk.unwind:
-// abandonTry, withdraw). Not yet: levels (Advance), Locker, Shed, and more
-// than one key.
+// abandonTry, withdraw). Not yet: levels (Advance), Locker, Shed, more
+// than two keys, and more than one operation.
 
 // movesTable is the moves the model makes, state.go's unless a test swaps
 // one for a fault.
