@@ -142,6 +142,7 @@ type world struct {
 	cur     [2]int8      // the list the shard's map holds for each key, or -1
 	keys    uint8        // how many keys the operations watch: 1 (solo) or 2
 	first   int8         // Op.first: the list watched, until detach; -1 for none
+	firstBy gen          // the use whose watch wrote Op.first last
 	closed  bool         // Purgatory.closed
 	shardMu uint8        // the path holding the shard's mutex, or noPath
 	timer   uint8
@@ -178,6 +179,7 @@ const (
 	takeBeforeLeave             // the walk takes its relayed uses, then lets go, and takes none after
 	goneTakesRelayed            // the walk takes relayed uses after it let go though another walk holds the list (the code before the checker)
 	leaveWithoutClaim           // a parked waiter leaves without taking its use back from complete (pk.leave's compare-and-swap)
+	watchWithoutBook            // watch writes Op.first without Op.book
 )
 
 // violation is a check the model failed.
@@ -325,9 +327,15 @@ func (w *world) run(i int, answer int) {
 	case pCancel, pForceKey, pClose:
 		w.endWalk(p)
 	case pTimeout:
-		w.fire(p)
+		if p.pc == 0 {
+			w.timer = timerFired
+		}
+		w.ownClaim(p, Expired, armedBit)
 	case pContext:
-		w.contextDone(p)
+		if p.pc == 0 {
+			w.ctx = ctxFired
+		}
+		w.ownClaim(p, ContextDone, ctxBit)
 	}
 }
 
@@ -370,17 +378,17 @@ func (w *world) endWalk(p *path) {
 	}
 }
 
-// contextDone is the context's callback (contextDone): endOwn(ContextDone),
-// then its pin let go.
-func (w *world) contextDone(p *path) {
+// ownClaim is the timeout's fire and the context's callback (expire,
+// contextDone): endOwn(out), then their pin let go; the path then waits for
+// the next use's.
+func (w *world) ownClaim(p *path, out Outcome, pin int64) {
 	switch p.pc {
 	case 0:
-		w.ctx = ctxFired
-		r, g := w.claimCurrent(ContextDone)
-		w.end(p, r, g, ContextDone, 1)
+		r, g := w.claimCurrent(out)
+		w.end(p, r, g, out, 1)
 	case 1:
-		w.unpinAndRecycle(ctxBit)
-		p.pc = 0 // waits for the next use's
+		w.unpinAndRecycle(pin)
+		p.pc = 0
 	}
 }
 
@@ -409,20 +417,6 @@ func (w *world) end(p *path, r claimed, g gen, out Outcome, ret uint8) {
 		p.retH, p.pc = ret, pcRelay
 	default:
 		p.pc = ret
-	}
-}
-
-// fire is the timeout (opTimeout.Fire, expire): endOwn(Expired), then its
-// pin let go.
-func (w *world) fire(p *path) {
-	switch p.pc {
-	case 0:
-		w.timer = timerFired
-		r, g := w.claimCurrent(Expired)
-		w.end(p, r, g, Expired, 1)
-	case 1:
-		w.unpinAndRecycle(armedBit)
-		p.pc = 0 // waits for the next use's timer
 	}
 }
 
@@ -506,7 +500,8 @@ func (w *world) add(i int, p *path, answer int) {
 		if p.ok {
 			p.pc = 5
 		}
-	case 2: // watch (shards.watchAt) of the next key: under book, then the shard's mutex
+	case 2: // watch (shards.watchAt) of the next key, under Op.book, then the shard's mutex
+		w.mustHoldTry(p.g, "watch")
 		k := p.linked
 		if !pending(w.state) { // decided: eachDistinct stops
 			p.solo, p.pc = p.linked == 1, 3
@@ -523,7 +518,7 @@ func (w *world) add(i int, p *path, answer int) {
 		l.entries[l.nent] = p.g
 		l.nent++
 		if w.first < 0 {
-			w.first = w.cur[k] // Op.first; a second key's list is one of Op.places
+			w.first, w.firstBy = w.cur[k], p.g // Op.first; a second key's list is one of Op.places
 		}
 		if p.linked++; p.linked == w.keys {
 			p.solo, p.pc = p.linked == 1, 3
@@ -551,18 +546,8 @@ func (w *world) add(i int, p *path, answer int) {
 			p.pc = 41
 		}
 	case 41: // timer.Reset
-		w.timer, p.pc = timerSet, 42
-	case 42: // o.ended()
-		p.pc = w.armCtx()
-		if ended(w.state) {
-			p.pc = 43
-		}
-	case 43: // stopTimer
-		if w.timer == timerSet {
-			w.timer = timerStoped
-			w.unpinAndRecycle(armedBit)
-		}
-		p.pc = w.armCtx()
+		w.mustHoldTry(p.g, "armTimer")
+		w.timer, p.pc = timerSet, w.armCtx()
 	case 44: // watchContext: the pin
 		next, ok := stateMoves.pin(w.state, ctxBit)
 		w.setState(next)
@@ -572,17 +557,9 @@ func (w *world) add(i int, p *path, answer int) {
 		}
 	case 45: // context.AfterFunc
 		w.ctx, p.pc = ctxRegistered, 46
-	case 46: // under book: keep the stop unless ended
-		p.pc = 47
-		if !ended(w.state) {
-			w.stopCtx, p.pc = true, 5
-		}
-	case 47: // ended meanwhile: stop()
-		if w.ctx == ctxRegistered {
-			w.ctx = ctxStopped
-			w.unpinAndRecycle(ctxBit)
-		}
-		p.pc = 5
+	case 46: // Op.stopCtx kept for detach, which cannot run while the try bit is held
+		w.mustHoldTry(p.g, "watchContext")
+		w.stopCtx, p.pc = true, 5
 	case 5: // conclude: tryHeld's settle
 		set := int64(0)
 		if p.solo {
@@ -643,6 +620,15 @@ func (w *world) park(p *path, answer int) {
 		if w.pkUse == uint64(p.g)+1 {
 			w.pkUse, p.pc = 0, 75
 		}
+	}
+}
+
+// mustHoldTry checks the premise of watch and arm's attaching without
+// Op.book: TryCompleteElseWatch holds use g's try bit, so the use cannot
+// end, and detach, which follows an end, cannot run meanwhile.
+func (w *world) mustHoldTry(g gen, what string) {
+	if w.state&turnHeld == 0 || genOf(w.state) != g || ended(w.state) {
+		w.fail("%s without the try bit of use %d: state %#x", what, g, w.state)
 	}
 }
 
@@ -867,6 +853,12 @@ func (w *world) subroutine(i int, p *path) {
 		}
 	case pcRelay: // o.first, under book
 		p.pc = p.retH
+		if w.first >= 0 && w.firstBy != p.g && w.fault == watchWithoutBook {
+			// watch wrote Op.first for a later use without Op.book, and this
+			// relay of an earlier use reads it under Op.book: nothing orders the
+			// two (a data race; first is an interface, two words).
+			w.fail("a relay of use %d reads Op.first, which use %d's watch wrote without Op.book", p.g, w.firstBy)
+		}
 		if w.first >= 0 {
 			p.list, p.pc = w.first, pcRelay+1
 		}
@@ -1087,6 +1079,7 @@ var scenarios = []scenario{
 	{"park, handoff, close", []pathKind{pPark, pHandOff, pClose}, true, true, false, false},
 	{"add, reuse, cancel", []pathKind{pAdd, pReuse, pCancel, pTimeout}, true, false, false, false},
 	{"add, reuse, forcekey", []pathKind{pAdd, pReuse, pForceKey, pTimeout}, true, false, false, false},
+	{"add, reuse, force, check", []pathKind{pAdd, pReuse, pForce, pCheck, pTimeout}, true, false, false, false},
 	{"add A+B, check A, check B", []pathKind{pAdd, pCheck, pCheck | onB, pTimeout}, true, false, false, false},
 	{"add A+B, handoff A, force", []pathKind{pAdd, pHandOff, pForce | onB, pTimeout}, true, false, false, false},
 	{"add A+B, push+handoff A, push+handoff B (no timeout)", []pathKind{pAdd, pPushHand, pPushHand | onB}, false, true, false, false},
@@ -1164,6 +1157,7 @@ func TestCheckerCatchesFaults(t *testing.T) {
 		{"a walk takes its relayed uses before it lets go, and none after", nil, takeBeforeLeave},
 		{"a walk gone takes the next one's relayed uses", nil, goneTakesRelayed},
 		{"a parked waiter leaves without taking its use back", nil, leaveWithoutClaim},
+		{"watch without Op.book (a cut tried and refused: a late relay of the last use races the next use's watch)", nil, watchWithoutBook},
 		{"a panicking try drops the outcome left for it", func(m *movesTable) {
 			m.abandon = func(s int64, withdraw bool) (int64, settled) {
 				if withdraw {

@@ -102,12 +102,21 @@ type Operation interface {
 // added); it never goes back. Wherever it waits, its end drops it there (a
 // count; the list compacts itself), never unlinks it.
 //
-// Attaching and detaching, under Op.book: detach, which the winner of the
-// outcome runs after setting it, reads the use's watch-list places and
-// context stop under Op.book and clears them for the next use; watch and
-// watchContext attach under Op.book only if the use has not ended. So nothing
-// attaches to a use after its detach has looked. (The timeout has its own
-// handshake: armTimer.)
+// Attaching and detaching: watch, armTimer and watchContext attach the use
+// to its keys' lists, its timer and its context only inside
+// TryCompleteElseWatch, which holds the use's try bit from bind to its last
+// settle. A held use cannot end (a claim leaves its outcome for the try), and
+// detach, which the winner of the outcome runs after setting it, follows an
+// end: so detach never runs while they attach, and finds all they attached
+// (the settle that lets go of the try bit comes after, in the state word, and
+// every end after that). detach reads the use's places and context stop under
+// Op.book and clears them for the next use. relay reads the first place under
+// Op.book too, and may do so late: a ForceComplete (or Close, CancelForKey,
+// ForceCompleteForKey) that relayed a solo use holds no pin of it, so the
+// use may end, be recycled and be added again before its relay reads. So
+// watch writes Op.first under Op.book; watchContext and armTimer need not.
+// The interleaving checker holds the premise (mustHoldTry) and finds that
+// race if watch leaves Op.book out (interleave_test.go).
 //
 // The flag beside it:
 //
@@ -118,11 +127,11 @@ type Operation interface {
 // Lock order, the one place it is written: the try bit or a key's walk (both
 // turns), then Op.Locker (held only while TryComplete runs), then Op.book,
 // then a shard's mutex (shard.mu, which guards its map and its lists' entries
-// and heaps). A wheel shard's mutex (inside Timer.Reset and Timer.Stop) is
-// taken with no purgatory lock held; bind's InitTimer takes none. No library
-// lock is held while user code runs: turns are flags that nobody waits on
-// (whoever finds one taken asks its holder for one more round, or leaves its
-// outcome to it, and moves on).
+// and heaps). A wheel shard's mutex
+// (inside Timer.Reset and Timer.Stop) is taken with no purgatory lock held;
+// bind's InitTimer takes none. No library lock is held while user code runs:
+// turns are flags that nobody waits on (whoever finds one taken asks its
+// holder for one more round, or leaves its outcome to it, and moves on).
 
 // Op is the purgatory's bookkeeping for one operation, to be embedded (by
 // value) in an [Operation]. Set Timeout (and optionally Context and Locker)
@@ -175,9 +184,10 @@ type Op struct {
 	// Handler (opTimeout). Its methods are safe for concurrent use.
 	timer timingwheel.Timer
 
-	// Under book, which is never held while user code runs. Set by watch
-	// and watchContext; read and cleared by the use's detach, so each use
-	// starts with none.
+	// Set by watch (under book, which is never held while user code runs)
+	// and watchContext while TryCompleteElseWatch holds the try bit; read
+	// and cleared under book by the use's detach, so each use starts with
+	// none; first read under book by relay too.
 	book    sync.Mutex
 	first   place       // the first key's watch list: most operations watch one key
 	places  []place     // further keys' watch lists

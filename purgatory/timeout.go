@@ -52,48 +52,23 @@ func (o *Op) arm() {
 }
 
 // armTimer arms the use's timeout, pinned (armedBit) from before it arms,
-// unless the use has ended; and stops it again if the use ended while it was
-// being armed. detach, which the winner of the claim runs, stops the timer
-// if it finds the pin: of armTimer's check after arming and detach's look at
-// the pin after the claim, on sequentially consistent atomics, one sees the
-// other, so no timer of an ended use stays armed.
+// unless an outcome was left for the tries. TryCompleteElseWatch holds the
+// try bit: the use cannot end before the timer is armed, and detach, which
+// follows the end, finds the pin and stops it (Op: attaching and
+// detaching). The fire may come at once (a negative Timeout): it leaves
+// Expired for the tries.
 func (o *Op) armTimer() {
-	if !o.pin(armedBit) {
-		return
-	}
-	o.timer.Reset(o.Timeout)
-	if o.ended() {
-		o.stopTimer()
-	}
-}
-
-// stopTimer is armTimer's stop of the timeout of a use that ended while it
-// was being armed: it lets go of the pin if that prevented the fire; if not,
-// the fire runs (or ran) and lets go of it (expire). (detach stops it the
-// same way.) A timeout the wheel handed back unfired, because it stopped,
-// keeps its pin: that use is never over, and its operation is not recycled.
-func (o *Op) stopTimer() {
-	if o.timer.Stop() {
-		o.unpin(armedBit)
+	if o.pin(armedBit) {
+		o.timer.Reset(o.Timeout)
 	}
 }
 
 // watchContext ties the use to its context, pinned (ctxBit) from before the
-// callback is registered, unless the use has ended; and detaches it at once
-// if the use ended meanwhile. The stop function is kept under Op.book, where
-// detach finds it.
+// callback is registered, unless an outcome was left for the tries. As for
+// armTimer, the held try bit keeps the use from ending before the stop
+// function is kept, where detach finds it.
 func (o *Op) watchContext() {
-	if !o.pin(ctxBit) {
-		return
-	}
-	stop := context.AfterFunc(o.Context, o.contextDone)
-	o.book.Lock()
-	done := o.ended()
-	if !done {
-		o.stopCtx = stop
-	}
-	o.book.Unlock()
-	if done && stop() {
-		o.unpin(ctxBit)
+	if o.pin(ctxBit) {
+		o.stopCtx = context.AfterFunc(o.Context, o.contextDone)
 	}
 }

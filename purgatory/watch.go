@@ -97,10 +97,12 @@ func (s *shards[K]) hashes(key K) {
 	maphash.Comparable(s.seed, key)
 }
 
-// watch links o under key and records the list on o, atomically with respect
-// to o's completion. It returns false if o has an outcome, or one left for
-// its tries (which apply it, unless one passes): watching it further would be
-// undone at once.
+// watch links o under key and records the list on o, under Op.book. The
+// caller, TryCompleteElseWatch, holds o's try bit, so o cannot end meanwhile
+// and its detach cannot run; but a relay of o's last use may still read
+// Op.first (Op: attaching and detaching). It returns false if o has an
+// outcome left for its tries (which apply it, unless one passes): watching it
+// further would be undone at once.
 func (s *shards[K]) watch(o *Op, key K) bool {
 	return s.watchAt(o, key, noLevel)
 }
