@@ -1091,6 +1091,10 @@ var scenarios = []scenario{
 	{"add, reuse, check; tries panic", []pathKind{pAdd, pReuse, pCheck, pTimeout}, true, false, false, true},
 }
 
+// underRace are the scenarios that run under -race too (raceEnabled).
+var underRace = map[string]bool{"add, check, force": true, "add, handoff, force": true, "park, handoff, force": true,
+	"add A+B, handoff A, force": true, "add, check, cancel": true, "add, push+handoff, check (no timeout)": true}
+
 // longScenarios are four paths each, for the long suite (PURGATORY_LONG=1).
 var longScenarios = []scenario{
 	{"add, check, handoff, force", []pathKind{pAdd, pCheck, pHandOff, pForce, pTimeout}, true, false, false, false},
@@ -1110,12 +1114,22 @@ var longScenarios = []scenario{
 // once, the key's walking word let go, no use left relayed, and no item left
 // waiting beside a pending use (a hand-off lost). -v prints the states.
 func TestEveryInterleaving(t *testing.T) {
+	names := map[string]bool{}
+	for _, sc := range scenarios {
+		names[sc.name] = true
+	}
+	for name := range underRace {
+		require.True(t, names[name], "underRace names %q, which is no scenario", name)
+	}
 	all := scenarios
 	if os.Getenv("PURGATORY_LONG") == "1" {
 		all = append(all[:len(all):len(all)], longScenarios...)
 	}
 	for _, sc := range all {
 		t.Run(sc.name, func(t *testing.T) {
+			if raceEnabled && !underRace[sc.name] {
+				t.Skip("under -race only a few scenarios run (the checker is one goroutine: the detector finds nothing, at seven times the time); .ci/run's checker step runs them all")
+			}
 			n, ends, err := exploreEnds(sc.start())
 			require.NoError(t, err)
 			require.NotEmpty(t, ends, "no state where every path has finished")
@@ -1128,6 +1142,9 @@ func TestEveryInterleaving(t *testing.T) {
 // move of the table swapped for a wrong one or a walk's steps changed, is
 // caught by some scenario.
 func TestCheckerCatchesFaults(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the mutation test runs without -race (.ci/run's checker step): see underRace")
+	}
 	faults := []struct {
 		name  string
 		moves func(m *movesTable)
