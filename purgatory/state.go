@@ -590,9 +590,6 @@ func (o *Op) Outcome() Outcome {
 // gen returns the current use's generation.
 func (o *Op) gen() gen { return genOf(o.state.Load()) }
 
-// ended reports whether the current use has an outcome (withdrawn included).
-func (o *Op) ended() bool { return ended(o.state.Load()) }
-
 // decided reports whether the current use has an outcome or one left for its
 // try: nothing need attach to it any more.
 func (o *Op) decided() bool { return !pending(o.state.Load()) }
