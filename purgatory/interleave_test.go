@@ -86,7 +86,7 @@ var pathNames = [...]string{"add", "reuse", "check", "handoff", "push+handoff", 
 const (
 	pcComplete  = 100 // complete(out) of use g, then retC
 	pcApplyAll  = 110 // applyRelayed(work), then retA
-	pcRelay     = 120 // relay of use g, then retH
+	pcRelay     = 120 // relay of use g, its pin let go last (pcRelay+5), then retH
 	pcDone      = 250
 	maxEntries  = 4
 	noPath      = 0xff
@@ -179,7 +179,7 @@ const (
 	takeBeforeLeave             // the walk takes its relayed uses, then lets go, and takes none after
 	goneTakesRelayed            // the walk takes relayed uses after it let go though another walk holds the list (the code before the checker)
 	leaveWithoutClaim           // a parked waiter leaves without taking its use back from complete (pk.leave's compare-and-swap)
-	watchWithoutBook            // watch writes Op.first without Op.book
+	relayWithoutPin             // a claim that relays a solo use pins nothing (the code before relayBit)
 )
 
 // violation is a check the model failed.
@@ -415,6 +415,9 @@ func (w *world) end(p *path, r claimed, g gen, out Outcome, ret uint8) {
 		p.retC, p.pc = ret, pcComplete
 	case claimLeftSolo:
 		p.retH, p.pc = ret, pcRelay
+		if w.fault == relayWithoutPin {
+			w.setState(w.state &^ relayBit)
+		}
 	default:
 		p.pc = ret
 	}
@@ -500,7 +503,7 @@ func (w *world) add(i int, p *path, answer int) {
 		if p.ok {
 			p.pc = 5
 		}
-	case 2: // watch (shards.watchAt) of the next key, under Op.book, then the shard's mutex
+	case 2: // watch (shards.watchAt) of the next key, under the shard's mutex (no Op.book: mustHoldTry, and the relay's pin)
 		w.mustHoldTry(p.g, "watch")
 		k := p.linked
 		if !pending(w.state) { // decided: eachDistinct stops
@@ -852,12 +855,13 @@ func (w *world) subroutine(i int, p *path) {
 			p.g, p.out, p.retC, p.pc = g, out, pcApplyAll, pcComplete
 		}
 	case pcRelay: // o.first, under book
-		p.pc = p.retH
-		if w.first >= 0 && w.firstBy != p.g && w.fault == watchWithoutBook {
-			// watch wrote Op.first for a later use without Op.book, and this
-			// relay of an earlier use reads it under Op.book: nothing orders the
-			// two (a data race; first is an interface, two words).
-			w.fail("a relay of use %d reads Op.first, which use %d's watch wrote without Op.book", p.g, w.firstBy)
+		p.pc = pcRelay + 5
+		if w.first >= 0 && w.firstBy != p.g {
+			// watch wrote Op.first for a later use (without Op.book), and
+			// this relay of an earlier use reads it: nothing orders the two
+			// (a data race; first is an interface, two words). The relay's
+			// pin keeps its use from being over, so from being added again.
+			w.fail("a relay of use %d reads Op.first, which use %d's watch wrote", p.g, w.firstBy)
 		}
 		if w.first >= 0 {
 			p.list, p.pc = w.first, pcRelay+1
@@ -880,14 +884,19 @@ func (w *world) subroutine(i int, p *path) {
 			w.takeRelayed(p)
 		}
 		w.shardMu = noPath
-		p.retA, p.pc = p.retH, pcApplyAll
+		p.retA, p.pc = pcRelay+5, pcApplyAll
 	case pcRelay + 4: // apply
 		next, out := stateMoves.apply(w.state, p.g)
 		w.setState(next)
-		p.pc = p.retH
+		p.pc = pcRelay + 5
 		if out != Pending {
-			p.out, p.retC, p.pc = out, p.retH, pcComplete
+			p.out, p.retC, p.pc = out, pcRelay+5, pcComplete
 		}
+	case pcRelay + 5: // relay's deferred unpin of its pin: the use may be over now
+		if w.fault != relayWithoutPin {
+			w.unpinAndRecycle(relayBit)
+		}
+		p.pc = p.retH
 	}
 }
 
@@ -1174,7 +1183,7 @@ func TestCheckerCatchesFaults(t *testing.T) {
 		{"a walk takes its relayed uses before it lets go, and none after", nil, takeBeforeLeave},
 		{"a walk gone takes the next one's relayed uses", nil, goneTakesRelayed},
 		{"a parked waiter leaves without taking its use back", nil, leaveWithoutClaim},
-		{"watch without Op.book (a cut tried and refused: a late relay of the last use races the next use's watch)", nil, watchWithoutBook},
+		{"a relay without its pin: a late relay of the last use races the next use's watch", nil, relayWithoutPin},
 		{"a panicking try drops the outcome left for it", func(m *movesTable) {
 			m.abandon = func(s int64, withdraw bool) (int64, settled) {
 				if withdraw {

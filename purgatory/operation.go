@@ -84,11 +84,12 @@ type Operation interface {
 // The pins, each set only while the use is pending and cleared once: the
 // ending pin (set with the outcome, until the winner's complete has run the
 // callbacks), the timeout's (armed, until a Stop prevents the fire or the
-// fire has run) and the context's (until its stop prevents the callback or
-// the callback has run). The move that clears the last one makes the use
-// over: it is recycled (Recycle), and bind may start the next use,
-// generation + 1. So a stale timeout or context callback never meets the
-// next use, and a watch-list entry, which may outlive its use until its list
+// fire has run), the context's (until its stop prevents the callback or the
+// callback has run) and the relay's (set by a claim that relays a solo use,
+// until the relay has read where to). The move that clears the last one
+// makes the use over: it is recycled (Recycle), and bind may start the next
+// use, generation + 1. So a stale timeout, context callback or relay never
+// meets the next use, and a watch-list entry, which may outlive its use until its list
 // compacts, carries its generation, which every walk and every entry's path
 // (Close, CancelForKey, ForceCompleteForKey) compares before it tries or
 // ends.
@@ -111,12 +112,11 @@ type Operation interface {
 // (the settle that lets go of the try bit comes after, in the state word, and
 // every end after that). detach reads the use's places and context stop under
 // Op.book and clears them for the next use. relay reads the first place under
-// Op.book too, and may do so late: a ForceComplete (or Close, CancelForKey,
-// ForceCompleteForKey) that relayed a solo use holds no pin of it, so the
-// use may end, be recycled and be added again before its relay reads. So
-// watch writes Op.first under Op.book; watchContext and armTimer need not.
-// The interleaving checker holds the premise (mustHoldTry) and finds that
-// race if watch leaves Op.book out (interleave_test.go).
+// Op.book too, since a relay and a detach may race; a relay of the last use
+// cannot race the next use's watch, for the claim that relays pins the use
+// (relayBit) until the relay has read. The interleaving checker holds both
+// premises (mustHoldTry; a relay's read of Op.first against a later use's
+// watch) and finds the race without the relay's pin (interleave_test.go).
 //
 // The flag beside it:
 //
@@ -125,9 +125,9 @@ type Operation interface {
 //	                operation Close's walk missed is ended Closed there.
 //
 // Lock order, the one place it is written: the try bit or a key's walk (both
-// turns), then Op.Locker (held only while TryComplete runs), then Op.book,
-// then a shard's mutex (shard.mu, which guards its map and its lists' entries
-// and heaps). A wheel shard's mutex
+// turns), then Op.Locker (held only while TryComplete runs), then a shard's
+// mutex (shard.mu, which guards its map and its lists' entries and heaps).
+// Op.book is held alone, briefly, by detach and relay. A wheel shard's mutex
 // (inside Timer.Reset and Timer.Stop) is taken with no purgatory lock held;
 // bind's InitTimer takes none. No library lock is held while user code runs:
 // turns are flags that nobody waits on (whoever finds one taken asks its
@@ -184,10 +184,10 @@ type Op struct {
 	// Handler (opTimeout). Its methods are safe for concurrent use.
 	timer timingwheel.Timer
 
-	// Set by watch (under book, which is never held while user code runs)
-	// and watchContext while TryCompleteElseWatch holds the try bit; read
-	// and cleared under book by the use's detach, so each use starts with
-	// none; first read under book by relay too.
+	// Set by watch and watchContext while TryCompleteElseWatch holds the
+	// try bit; read and cleared under book (never held while user code
+	// runs) by the use's detach, so each use starts with none; first read
+	// under book by relay too.
 	book    sync.Mutex
 	first   place       // the first key's watch list: most operations watch one key
 	places  []place     // further keys' watch lists

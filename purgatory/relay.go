@@ -41,6 +41,7 @@ package purgatory
 // The atomics are sequentially consistent, so of 3's leaving and 2's read,
 // and of 3's look and 2's take, one sees the other.
 func (o *Op) relay(impl Operation, g gen) {
+	defer o.unpin(relayBit) // set by the claim; the use may be over after this
 	o.book.Lock()
 	l := o.first // nil once detached: applied already (6)
 	o.book.Unlock()

@@ -11,12 +11,12 @@ import "fmt"
 //
 // Op.state:
 //
-//	 63                         17 16    13 12        10 9            6 5      4 3       0
-//	+-----------------------------+--------+------------+--------------+--------+---------+
-//	|         generation          |  left  |    pins    |    flags     |  turn  | outcome |
-//	+-----------------------------+--------+------------+--------------+--------+---------+
-//	                                        ending ctx   bound recycler  again
-//	                                        armed        locker solo     held
+//	 63                         18 17    14 13          10 9            6 5      4 3       0
+//	+-----------------------------+--------+--------------+--------------+--------+---------+
+//	|         generation          |  left  |     pins     |    flags     |  turn  | outcome |
+//	+-----------------------------+--------+--------------+--------------+--------+---------+
+//	                                        relay ending   bound recycler  again
+//	                                        ctx armed      locker solo     held
 //
 // watchList.walking: the same turn, three flags of its own where an
 // operation keeps its outcome, and the list's head where it keeps its flags:
@@ -87,7 +87,15 @@ const (
 	// and running its callbacks. Set in the move that sets the outcome;
 	// cleared by complete (or withdraw) once they have returned.
 	endingBit
-	// leftLow is bits 13–16: an outcome left for the try under way (a
+	// relayBit: a claim left its outcome on a solo use and relays it to
+	// the walk of its key (relay.go). Set in that claim's move; cleared by
+	// the relay once it has read Op.first and handed the use on or ended
+	// it. A ForceComplete (or an entry's path: Close, CancelForKey,
+	// ForceCompleteForKey) holds no other pin: without this one the use
+	// could end by a walk, be recycled and be added again while its relay
+	// reads Op.first, which the next use's watch writes.
+	relayBit
+	// leftLow is bits 14–17: an outcome left for the try under way (a
 	// timeout, ForceComplete, a context, Close, CancelForKey or
 	// ForceCompleteForKey that met a try). Set only on a pending use that
 	// a try holds, or a solo one; the try applies it at its first "no" or
@@ -96,11 +104,11 @@ const (
 	_
 	_
 	_
-	// genLow is bits 17–63: the use's generation. bind adds one for each
+	// genLow is bits 18–63: the use's generation. bind adds one for each
 	// use after the first; no other move changes it. A watch-list entry
 	// carries the generation it was made for, and is stale, dead to every
-	// walk, once the operation has moved on. It wraps after 2^47 uses of
-	// one operation, 163 days at one use per 100 ns (the quickest a use
+	// walk, once the operation has moved on. It wraps after 2^46 uses of
+	// one operation, 81 days at one use per 100 ns (the quickest a use
 	// can be), and an entry lives only until its list is next walked or
 	// compacted.
 	genLow
@@ -113,10 +121,10 @@ const (
 	// clears them.
 	outcomeBits int64 = 0xf
 	turnBits          = turnHeld | turnAgain
-	pins              = armedBit | ctxBit | endingBit
-	leftShift         = 13
+	pins              = armedBit | ctxBit | endingBit | relayBit
+	leftShift         = 14
 	leftBits          = outcomeBits << leftShift
-	genShift          = 17
+	genShift          = 18
 	genBits     int64 = -1 << genShift
 
 	// listHeadShift: bits 6–63 of the walking word hold the list's head, how
@@ -151,7 +159,7 @@ const (
 //	pending               outcome|ending            a claim: ForceComplete, a timeout, a context, claimMove
 //	                                                Close, CancelForKey, ForceCompleteForKey, Shed
 //	pending|held          pending|held|left         a claim that meets a try                      claimMove
-//	pending|solo          pending|solo|left         a claim of a solo use                         claimMove
+//	pending|solo          pending|solo|left|relay   a claim of a solo use                         claimMove
 //	pending|solo|left     left|ending               that claimer, if no walk holds the key;       applyMove
 //	                                                else the walk it relayed the use to
 //	pending               pending|held              a walk (acquire)                              acquireMove
@@ -257,7 +265,7 @@ func claimMove(s int64, g gen, outcome Outcome) (int64, claimed) {
 	case s&turnHeld != 0:
 		return s | leaving(outcome), claimLeftTo
 	case s&soloBit != 0:
-		return s | leaving(outcome), claimLeftSolo
+		return s | leaving(outcome) | relayBit, claimLeftSolo
 	}
 	return s | endedWith(outcome), claimEnded
 }

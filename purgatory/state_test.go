@@ -85,7 +85,7 @@ func TestMoves(t *testing.T) {
 		{"ForceComplete before the use was added", 0, claimOf(0, Forced), st(0, Forced, 0, endingBit), claimEnded, false},
 		{"a claim that meets a try", pending | turnHeld, claimOf(g, Forced), st(g, 0, Forced, b, turnHeld), claimLeftTo, false},
 		{"a claim that meets a try asked again", pending | turnBits, claimOf(g, Closed), st(g, 0, Closed, b, turnBits), claimLeftTo, false},
-		{"a claim of a solo use", pending | soloBit, claimOf(g, Expired), st(g, 0, Expired, b, soloBit), claimLeftSolo, false},
+		{"a claim of a solo use", pending | soloBit, claimOf(g, Expired), st(g, 0, Expired, b, soloBit, relayBit), claimLeftSolo, false},
 		{"a claim of a solo use a walk acquired", pending | soloBit | turnHeld, claimOf(g, Cancelled), st(g, 0, Cancelled, b, soloBit, turnHeld), claimLeftTo, false},
 		{"a claim after an outcome was left", st(g, 0, Expired, b, turnHeld), claimOf(g, Forced), st(g, 0, Expired, b, turnHeld), claimLost, false},
 		{"a claim after the end", st(g, Completed, 0, b, endingBit), claimOf(g, Forced), st(g, Completed, 0, b, endingBit), claimLost, false},
@@ -129,7 +129,8 @@ func TestMoves(t *testing.T) {
 
 		{"complete: its callbacks returned, the timeout to fire", st(g, Expired, 0, b, endingBit, armedBit), unpinOf(endingBit), st(g, Expired, 0, b, armedBit), nil, false},
 		{"the fire's end: the last pin", st(g, Expired, 0, b, armedBit), unpinOf(armedBit), st(g, Expired, 0, b), nil, true},
-		{"complete, having stopped timer and context", st(g, Closed, 0, b, endingBit, armedBit, ctxBit), unpinOf(pins), st(g, Closed, 0, b), nil, true},
+		{"complete, having stopped timer and context", st(g, Closed, 0, b, endingBit, armedBit, ctxBit), unpinOf(endingBit | armedBit | ctxBit), st(g, Closed, 0, b), nil, true},
+		{"the relay's end, its claimer having completed the use", st(g, Forced, 0, b, soloBit, relayBit), unpinOf(relayBit), st(g, Forced, 0, b, soloBit), nil, true},
 		{"the fire's end on a use still pending (it left its outcome)", st(g, 0, Expired, b, soloBit, armedBit), unpinOf(armedBit), st(g, 0, Expired, b, soloBit), nil, false},
 	}
 	for _, r := range rows {
@@ -255,7 +256,7 @@ func TestEveryMoveKeepsTheInvariants(t *testing.T) {
 	for _, ok := range []bool{false, true} {
 		moves = append(moves, settleWith(ok, 0), settleWith(ok, soloBit), abandonWith(ok))
 	}
-	for _, pin := range []int64{armedBit, ctxBit, endingBit, pins} {
+	for _, pin := range []int64{armedBit, ctxBit, endingBit, relayBit, pins} {
 		moves = append(moves, pinWith(pin), unpinOf(pin))
 	}
 	moves = append(moves, bindTo(turnHeld), bindTo(turnHeld|lockerBit|recyclerBit))
@@ -312,7 +313,7 @@ func TestStateBits(t *testing.T) {
 		all |= f
 	}
 	require.Equal(t, int64(-1), all, "every bit of Op.state has a meaning")
-	require.Equal(t, 47, bits.OnesCount64(^uint64(1<<genShift-1)), "47 bits of generation")
+	require.Equal(t, 46, bits.OnesCount64(^uint64(1<<genShift-1)), "46 bits of generation")
 	require.Zero(t, (listLeveled|listRelayed|listAgainAll)&^outcomeBits, "the walking word's flags sit where an Op keeps its outcome")
 	require.Equal(t, listLowBits, outcomeBits|turnBits, "the walking word's head starts above its turn")
 	for _, h := range []int{0, 1, 1000, 1 << 40} {

@@ -97,12 +97,12 @@ func (s *shards[K]) hashes(key K) {
 	maphash.Comparable(s.seed, key)
 }
 
-// watch links o under key and records the list on o, under Op.book. The
-// caller, TryCompleteElseWatch, holds o's try bit, so o cannot end meanwhile
-// and its detach cannot run; but a relay of o's last use may still read
-// Op.first (Op: attaching and detaching). It returns false if o has an
-// outcome left for its tries (which apply it, unless one passes): watching it
-// further would be undone at once.
+// watch links o under key and records the list on o. The caller,
+// TryCompleteElseWatch, holds o's try bit, so o cannot end meanwhile and its
+// detach cannot run; and no relay of o's last use still reads Op.first, for
+// its pin kept that use from being over (Op: attaching and detaching). It
+// returns false if o has an outcome left for its tries (which apply it,
+// unless one passes): watching it further would be undone at once.
 func (s *shards[K]) watch(o *Op, key K) bool {
 	return s.watchAt(o, key, noLevel)
 }
@@ -111,8 +111,6 @@ func (s *shards[K]) watch(o *Op, key K) bool {
 // (noLevel: a plain watch).
 func (s *shards[K]) watchAt(o *Op, key K, level int64) bool {
 	sh := s.of(key)
-	o.book.Lock()
-	defer o.book.Unlock()
 	if o.decided() {
 		return false
 	}
