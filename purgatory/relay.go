@@ -4,8 +4,10 @@ package purgatory
 // CancelForKey, ForceCompleteForKey) that finds a solo use leaves its
 // outcome on it and relays the use to the walk of its key that may be
 // trying it, which applies the outcome once its try has said no; with no
-// walk under way, the claimer applies it itself. relay is the claimer's
-// side, queueRelay and takeRelayed the list's (under the shard's mutex),
+// walk under way, the claimer applies it itself. The claim's move pins the
+// use (relayBit) until relay has read where to, so that the use cannot be
+// over, and added again, under a late relay. relay is the claimer's side,
+// queueRelay and takeRelayed the list's (under the shard's mutex),
 // applyRelayed whoever applies; the walk's reads of the queue are in
 // walk.go (tryEach, run), and remove (watch.go) carries the queue of a list
 // it takes out of the map for the walk that holds it. Every interleaving of
