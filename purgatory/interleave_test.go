@@ -39,7 +39,9 @@ import (
 // the first; and a parked use (TryCompleteElsePark, then Parked.Wait: its
 // token, its own timer's claim by generation, its leave); and, where a
 // scenario asks, tries that panic (firstTries.undo and tryWalk.unwind:
-// abandonTry, withdraw). Not yet: levels (Advance), Locker, Shed, more
+// abandonTry, withdraw); and a use watched at a level the key has not
+// reached, in the key's heap, tried only by CheckAndComplete until an
+// Advance reaches it (linkAt, reach, walkable). Not yet: Locker, Shed, more
 // than two keys, and more than one operation.
 
 // movesTable is the moves the model makes, state.go's unless a test swaps
@@ -78,9 +80,10 @@ const (
 	pCancel                   // CancelForKey
 	pForceKey                 // ForceCompleteForKey
 	pClose                    // Close
+	pAdvance                  // Advance to level 1: reach, then a walk of the entries
 )
 
-var pathNames = [...]string{"add", "reuse", "check", "handoff", "push+handoff", "force", "timeout", "context", "park", "cancel", "forcekey", "close"}
+var pathNames = [...]string{"add", "reuse", "check", "handoff", "push+handoff", "force", "timeout", "context", "park", "cancel", "forcekey", "close", "advance"}
 
 // The subroutines' first steps, shared by every path.
 const (
@@ -151,6 +154,7 @@ type world struct {
 	noTimer bool // the operations have no timeout
 	withCtx bool // the operations have a context
 	panics  bool // a try may panic too (a third answer)
+	leveled bool // the add watches at level 1 (TryCompleteElseWatchAt)
 	ctx     uint8
 	stopCtx bool   // Op.stopCtx: set under book by watchContext, taken by detach
 	pkUse   uint64 // parking.use: the parked use's generation + 1, or 0
@@ -166,8 +170,22 @@ type listModel struct {
 	word    int64 // its walking word
 	entries [maxEntries]gen
 	nent    uint8
+	heap    [maxEntries]gen // lv.levels: uses waiting for level 1, which the key has not reached
+	nheap   uint8
+	high    bool            // lv.high: the key has reached level 1
 	relayed [maxEntries]gen // lv.relayed
 	nhand   uint8
+}
+
+// walkable is what a walk of every operation reads: the entries, then the
+// heap's.
+func (l *listModel) walkable() ([maxEntries]gen, uint8) {
+	ops, n := l.entries, l.nent
+	for _, g := range l.heap[:l.nheap] {
+		ops[n] = g
+		n++
+	}
+	return ops, n
 }
 
 // walkFault is a fault of a walk's steps, for the mutation test: the
@@ -253,7 +271,7 @@ func (w *world) needsShard(p *path) bool {
 		return p.pc == 0
 	case pClose:
 		return p.pc == 1
-	case pCheck, pHandOff, pPushHand:
+	case pCheck, pHandOff, pPushHand, pAdvance:
 		return p.pc == 0 || p.pc == 11 || p.pc == 22 || p.pc == 25 || p.pc == 20 && w.fault == takeBeforeLeave
 	}
 	return false
@@ -264,7 +282,7 @@ func isTry(p *path) bool {
 	switch p.kind {
 	case pAdd, pReuse, pPark:
 		return p.pc == 1 || p.pc == 3 || p.pc == 6
-	case pCheck, pHandOff, pPushHand:
+	case pCheck, pHandOff, pPushHand, pAdvance:
 		return p.pc == 2 || p.pc == 7
 	}
 	return false
@@ -319,7 +337,7 @@ func (w *world) run(i int, answer int) {
 		} else {
 			w.park(p, answer)
 		}
-	case pCheck, pHandOff, pPushHand:
+	case pCheck, pHandOff, pPushHand, pAdvance:
 		w.walkStep(i, p, answer)
 	case pForce:
 		r, g := w.claimCurrent(Forced)
@@ -356,12 +374,13 @@ func (w *world) endWalk(p *path) {
 		for k := range w.keys {
 			if c := w.cur[k]; c >= 0 && (p.kind == pClose || k == p.key) {
 				l := &w.lists[c]
-				for _, g := range l.entries[:l.nent] {
+				ops, n := l.walkable()
+				for _, g := range ops[:n] {
 					p.ops[p.nops] = g
 					p.nops++
 				}
 				if p.kind != pClose {
-					l.entries, l.nent, w.cur[k] = [maxEntries]gen{}, 0, -1
+					l.entries, l.nent, l.heap, l.nheap, w.cur[k] = [maxEntries]gen{}, 0, [maxEntries]gen{}, 0, -1
 				}
 			}
 		}
@@ -518,8 +537,13 @@ func (w *world) add(i int, p *path, answer int) {
 			w.nlists++
 		}
 		l := &w.lists[w.cur[k]]
-		l.entries[l.nent] = p.g
-		l.nent++
+		if w.leveled && !l.high { // linkAt: the level heap
+			l.heap[l.nheap] = p.g
+			l.nheap++
+		} else {
+			l.entries[l.nent] = p.g
+			l.nent++
+		}
 		if w.first < 0 {
 			w.first, w.firstBy = w.cur[k], p.g // Op.first; a second key's list is one of Op.places
 		}
@@ -654,17 +678,32 @@ func (w *world) walkStep(i int, p *path, answer int) {
 			p.no = true // pushed
 			return
 		}
-		p.handOff, p.no = p.kind != pCheck, false
+		p.handOff, p.no = p.kind == pHandOff || p.kind == pPushHand, false
 		p.pc = pcDone
 		c := w.cur[p.key]
-		if w.closed || c < 0 || w.lists[c].nent == 0 {
+		if w.closed || c < 0 {
 			return
 		}
 		l := &w.lists[c]
+		if p.kind == pAdvance { // reach: the heap's uses join the entries, in order
+			l.high = true
+			for _, g := range l.heap[:l.nheap] {
+				l.entries[l.nent] = g
+				l.nent++
+			}
+			l.heap, l.nheap = [maxEntries]gen{}, 0
+		}
+		ops, n := l.entries, l.nent
+		if p.kind == pCheck {
+			ops, n = l.walkable()
+		}
+		if n == 0 {
+			return
+		}
 		next, took := stateMoves.take(l.word, !p.handOff)
 		l.word = next
 		if took {
-			p.list, p.ops, p.nops, p.next, p.pc = c, l.entries, l.nent, 0, 1
+			p.list, p.ops, p.nops, p.next, p.pc = c, ops, n, 0, 1
 		}
 	case 1: // tryEach: the next entry, its step
 		if p.next == p.nops {
@@ -774,9 +813,12 @@ func (w *world) walkStep(i int, p *path, answer int) {
 		case relayedIn(w.lists[p.list].word):
 			p.pc = 22
 		}
-	case 25: // leave, again: the next round's entries, under the mutex
+	case 25: // leave, again: the next round's entries, under the mutex (all: the heap's too)
 		l := &w.lists[p.list]
 		p.ops, p.nops, p.next, p.pc = l.entries, l.nent, 0, 1
+		if !p.handOff {
+			p.ops, p.nops = l.walkable()
+		}
 	}
 }
 
@@ -956,10 +998,11 @@ type scenario struct {
 	noTimer bool
 	withCtx bool
 	panics  bool
+	leveled bool
 }
 
 func (sc scenario) start() world {
-	w := world{shardMu: noPath, first: -1, choose: sc.choose, noTimer: sc.noTimer, withCtx: sc.withCtx, panics: sc.panics, np: uint8(len(sc.paths))}
+	w := world{shardMu: noPath, first: -1, choose: sc.choose, noTimer: sc.noTimer, withCtx: sc.withCtx, panics: sc.panics, leveled: sc.leveled, np: uint8(len(sc.paths))}
 	w.cur, w.keys = [2]int8{-1, -1}, 1
 	for i, k := range sc.paths {
 		w.paths[i] = path{kind: k &^ onB}
@@ -1070,34 +1113,37 @@ func (w *world) check(f func()) (v violation) {
 // scenarios are the checked ones: three paths each (the timeout's counts
 // once armed).
 var scenarios = []scenario{
-	{"add, check, force", []pathKind{pAdd, pCheck, pForce, pTimeout}, true, false, false, false},
-	{"add, handoff, force", []pathKind{pAdd, pHandOff, pForce, pTimeout}, true, false, false, false},
-	{"add, check, handoff", []pathKind{pAdd, pCheck, pHandOff, pTimeout}, true, false, false, false},
-	{"add, check, check", []pathKind{pAdd, pCheck, pCheck, pTimeout}, true, false, false, false},
-	{"add, push+handoff, push+handoff (no timeout)", []pathKind{pAdd, pPushHand, pPushHand}, false, true, false, false},
-	{"add, push+handoff, check (no timeout)", []pathKind{pAdd, pPushHand, pCheck}, false, true, false, false},
-	{"add, reuse, check", []pathKind{pAdd, pReuse, pCheck, pTimeout}, true, false, false, false},
-	{"add, check, context", []pathKind{pAdd, pCheck, pContext, pTimeout}, true, false, true, false},
-	{"add, handoff, context (no timeout)", []pathKind{pAdd, pHandOff, pContext}, true, true, true, false},
-	{"park, handoff, force", []pathKind{pPark, pHandOff, pForce}, true, true, false, false},
-	{"park, check, check", []pathKind{pPark, pCheck, pCheck}, true, true, false, false},
-	{"park, push+handoff, push+handoff", []pathKind{pPark, pPushHand, pPushHand}, false, true, false, false},
-	{"add, check, cancel", []pathKind{pAdd, pCheck, pCancel, pTimeout}, true, false, false, false},
-	{"add, handoff, forcekey", []pathKind{pAdd, pHandOff, pForceKey, pTimeout}, true, false, false, false},
-	{"add, check, close", []pathKind{pAdd, pCheck, pClose, pTimeout}, true, false, false, false},
-	{"park, handoff, close", []pathKind{pPark, pHandOff, pClose}, true, true, false, false},
-	{"add, reuse, cancel", []pathKind{pAdd, pReuse, pCancel, pTimeout}, true, false, false, false},
-	{"add, reuse, forcekey", []pathKind{pAdd, pReuse, pForceKey, pTimeout}, true, false, false, false},
-	{"add, reuse, force, check", []pathKind{pAdd, pReuse, pForce, pCheck, pTimeout}, true, false, false, false},
-	{"add A+B, check A, check B", []pathKind{pAdd, pCheck, pCheck | onB, pTimeout}, true, false, false, false},
-	{"add A+B, handoff A, force", []pathKind{pAdd, pHandOff, pForce | onB, pTimeout}, true, false, false, false},
-	{"add A+B, push+handoff A, push+handoff B (no timeout)", []pathKind{pAdd, pPushHand, pPushHand | onB}, false, true, false, false},
-	{"add A+B, check A, cancel B", []pathKind{pAdd, pCheck, pCancel | onB, pTimeout}, true, false, false, false},
-	{"add A+B, handoff B, close", []pathKind{pAdd, pHandOff | onB, pClose, pTimeout}, true, false, false, false},
-	{"add, check, force; tries panic", []pathKind{pAdd, pCheck, pForce, pTimeout}, true, false, false, true},
-	{"add, handoff, check; tries panic", []pathKind{pAdd, pHandOff, pCheck, pTimeout}, true, false, false, true},
-	{"park, handoff, force; tries panic", []pathKind{pPark, pHandOff, pForce}, true, true, false, true},
-	{"add, reuse, check; tries panic", []pathKind{pAdd, pReuse, pCheck, pTimeout}, true, false, false, true},
+	{"add, check, force", []pathKind{pAdd, pCheck, pForce, pTimeout}, true, false, false, false, false},
+	{"add, handoff, force", []pathKind{pAdd, pHandOff, pForce, pTimeout}, true, false, false, false, false},
+	{"add, check, handoff", []pathKind{pAdd, pCheck, pHandOff, pTimeout}, true, false, false, false, false},
+	{"add, check, check", []pathKind{pAdd, pCheck, pCheck, pTimeout}, true, false, false, false, false},
+	{"add, push+handoff, push+handoff (no timeout)", []pathKind{pAdd, pPushHand, pPushHand}, false, true, false, false, false},
+	{"add, push+handoff, check (no timeout)", []pathKind{pAdd, pPushHand, pCheck}, false, true, false, false, false},
+	{"add, reuse, check", []pathKind{pAdd, pReuse, pCheck, pTimeout}, true, false, false, false, false},
+	{"add, check, context", []pathKind{pAdd, pCheck, pContext, pTimeout}, true, false, true, false, false},
+	{"add, handoff, context (no timeout)", []pathKind{pAdd, pHandOff, pContext}, true, true, true, false, false},
+	{"park, handoff, force", []pathKind{pPark, pHandOff, pForce}, true, true, false, false, false},
+	{"park, check, check", []pathKind{pPark, pCheck, pCheck}, true, true, false, false, false},
+	{"park, push+handoff, push+handoff", []pathKind{pPark, pPushHand, pPushHand}, false, true, false, false, false},
+	{"add, check, cancel", []pathKind{pAdd, pCheck, pCancel, pTimeout}, true, false, false, false, false},
+	{"add, handoff, forcekey", []pathKind{pAdd, pHandOff, pForceKey, pTimeout}, true, false, false, false, false},
+	{"add, check, close", []pathKind{pAdd, pCheck, pClose, pTimeout}, true, false, false, false, false},
+	{"park, handoff, close", []pathKind{pPark, pHandOff, pClose}, true, true, false, false, false},
+	{"add, reuse, cancel", []pathKind{pAdd, pReuse, pCancel, pTimeout}, true, false, false, false, false},
+	{"add, reuse, forcekey", []pathKind{pAdd, pReuse, pForceKey, pTimeout}, true, false, false, false, false},
+	{"add, reuse, force, check", []pathKind{pAdd, pReuse, pForce, pCheck, pTimeout}, true, false, false, false, false},
+	{"add A+B, check A, check B", []pathKind{pAdd, pCheck, pCheck | onB, pTimeout}, true, false, false, false, false},
+	{"add A+B, handoff A, force", []pathKind{pAdd, pHandOff, pForce | onB, pTimeout}, true, false, false, false, false},
+	{"add A+B, push+handoff A, push+handoff B (no timeout)", []pathKind{pAdd, pPushHand, pPushHand | onB}, false, true, false, false, false},
+	{"add A+B, check A, cancel B", []pathKind{pAdd, pCheck, pCancel | onB, pTimeout}, true, false, false, false, false},
+	{"add A+B, handoff B, close", []pathKind{pAdd, pHandOff | onB, pClose, pTimeout}, true, false, false, false, false},
+	{"add at a level, advance, check", []pathKind{pAdd, pAdvance, pCheck, pTimeout}, true, false, false, false, true},
+	{"add at a level, advance, handoff, force", []pathKind{pAdd, pAdvance, pHandOff, pForce}, true, true, false, false, true},
+	{"add at a level, advance, cancel", []pathKind{pAdd, pAdvance, pCancel, pTimeout}, true, false, false, false, true},
+	{"add, check, force; tries panic", []pathKind{pAdd, pCheck, pForce, pTimeout}, true, false, false, true, false},
+	{"add, handoff, check; tries panic", []pathKind{pAdd, pHandOff, pCheck, pTimeout}, true, false, false, true, false},
+	{"park, handoff, force; tries panic", []pathKind{pPark, pHandOff, pForce}, true, true, false, true, false},
+	{"add, reuse, check; tries panic", []pathKind{pAdd, pReuse, pCheck, pTimeout}, true, false, false, true, false},
 }
 
 // underRace are the scenarios that run under -race too (raceEnabled).
@@ -1106,12 +1152,12 @@ var underRace = map[string]bool{"add, check, force": true, "add, handoff, force"
 
 // longScenarios are four paths each, for the long suite (PURGATORY_LONG=1).
 var longScenarios = []scenario{
-	{"add, check, handoff, force", []pathKind{pAdd, pCheck, pHandOff, pForce, pTimeout}, true, false, false, false},
-	{"add, push+handoff, push+handoff, check (no timeout)", []pathKind{pAdd, pPushHand, pPushHand, pCheck}, false, true, false, false},
-	{"add, reuse, check, handoff", []pathKind{pAdd, pReuse, pCheck, pHandOff, pTimeout}, true, false, false, false},
-	{"add, check, force, context", []pathKind{pAdd, pCheck, pForce, pContext, pTimeout}, true, false, true, false},
-	{"add A+B, check A, handoff B, force", []pathKind{pAdd, pCheck, pHandOff | onB, pForce, pTimeout}, true, false, false, false},
-	{"park, check, handoff, close; tries panic", []pathKind{pPark, pCheck, pHandOff, pClose}, true, true, false, true},
+	{"add, check, handoff, force", []pathKind{pAdd, pCheck, pHandOff, pForce, pTimeout}, true, false, false, false, false},
+	{"add, push+handoff, push+handoff, check (no timeout)", []pathKind{pAdd, pPushHand, pPushHand, pCheck}, false, true, false, false, false},
+	{"add, reuse, check, handoff", []pathKind{pAdd, pReuse, pCheck, pHandOff, pTimeout}, true, false, false, false, false},
+	{"add, check, force, context", []pathKind{pAdd, pCheck, pForce, pContext, pTimeout}, true, false, true, false, false},
+	{"add A+B, check A, handoff B, force", []pathKind{pAdd, pCheck, pHandOff | onB, pForce, pTimeout}, true, false, false, false, false},
+	{"park, check, handoff, close; tries panic", []pathKind{pPark, pCheck, pHandOff, pClose}, true, true, false, true, false},
 }
 
 // TestEveryInterleaving explores every interleaving of each scenario and
