@@ -24,7 +24,7 @@ func (p *Purgatory[K]) ListsAtRest() error {
 func (sh *shard[K]) atRest() error {
 	empty := 0
 	for key, l := range sh.lists {
-		if w := l.walking.Load(); !restingWord(w) {
+		if w := l.walking.Load(); !restingWord(walkWord(w)) {
 			return fmt.Errorf("key %v: walk word %b with no walk under way", key, w)
 		}
 		if head := l.head(); head > len(l.entries) || 2*head > len(l.entries) && len(l.ops()) > 0 {

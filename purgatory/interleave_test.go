@@ -57,8 +57,8 @@ type movesTable struct {
 	pin     func(s, pin int64) (int64, bool)
 	unpin   func(s, pin int64) int64
 	step    func(s int64, g gen) step
-	take    func(s int64, all bool) (int64, bool)
-	leave   func(s int64) (int64, bool, bool)
+	take    func(s walkWord, all bool) (walkWord, bool)
+	leave   func(s walkWord) (walkWord, bool, bool)
 }
 
 var stateMoves = movesTable{bindMove, claimMove, applyMove, acquireMove, settleMove, abandonMove, soloMove,
@@ -167,7 +167,7 @@ type world struct {
 
 // listModel is one watch list of the key.
 type listModel struct {
-	word    int64 // its walking word
+	word    walkWord // its walking word
 	entries [maxEntries]gen
 	nent    uint8
 	heap    [maxEntries]gen // lv.levels: uses waiting for level 1, which the key has not reached
@@ -781,7 +781,7 @@ func (w *world) walkStep(i int, p *path, answer int) {
 		p.retA, p.pc = 12, pcApplyAll
 	case 22: // takeRelayed(gone), under the shard's mutex: none if walked
 		p.nwork = 0
-		if w.lists[p.list].word&turnHeld == 0 || w.fault == goneTakesRelayed {
+		if w.lists[p.list].word&wordHeld == 0 || w.fault == goneTakesRelayed {
 			w.takeRelayed(p)
 		}
 		p.retA, p.pc = pcDone, pcApplyAll
@@ -910,7 +910,7 @@ func (w *world) subroutine(i int, p *path) {
 		}
 	case pcRelay + 1: // l.walked()
 		p.pc = pcRelay + 4
-		if w.lists[p.list].word&turnHeld != 0 {
+		if w.lists[p.list].word&wordHeld != 0 {
 			p.pc = pcRelay + 2
 		}
 	case pcRelay + 2: // queueRelay: under the shard's mutex, the use queued
@@ -922,7 +922,7 @@ func (w *world) subroutine(i int, p *path) {
 		p.pc++
 	case pcRelay + 3: // queueRelay: none if walked, else all, and the mutex let go
 		p.nwork = 0
-		if w.lists[p.list].word&turnHeld == 0 {
+		if w.lists[p.list].word&wordHeld == 0 {
 			w.takeRelayed(p)
 		}
 		w.shardMu = noPath
@@ -956,7 +956,7 @@ func (w *world) finished() {
 		w.fail("a parked use's token or claim left behind: %d tokens, use %d", w.pkEnded, w.pkUse)
 	}
 	for _, l := range w.lists {
-		if l.word&(turnBits|listRelayed) != 0 || l.nhand != 0 || w.shardMu != noPath {
+		if l.word&(wordTurn|listRelayed) != 0 || l.nhand != 0 || w.shardMu != noPath {
 			w.fail("the key's list is left held or with uses relayed: word %#x, %d relayed", l.word, l.nhand)
 		}
 	}
@@ -1206,7 +1206,7 @@ func TestCheckerCatchesFaults(t *testing.T) {
 		walk  walkFault
 	}{
 		{"the again bit ignored: a walk asked for another round lets go", func(m *movesTable) {
-			m.leave = func(s int64) (int64, bool, bool) { return s &^ (turnBits | listAgainAll), false, false }
+			m.leave = func(s walkWord) (walkWord, bool, bool) { return s &^ (wordTurn | listAgainAll), false, false }
 		}, noFault},
 		{"an outcome left for a try that is not running", func(m *movesTable) {
 			real := m.claim

@@ -4,9 +4,10 @@ import "fmt"
 
 // The two words the purgatory moves by compare-and-swap, whole: an
 // operation's state (Op.state) and a key's walking word (watchList.walking).
-// Every bit of both is in the one block below, every move of either is a pure
-// function s → next in this file, tested against the table of moves
-// (state_test.go), and no other file tests a bit. What the states mean to the
+// Each has a type of its own (int64 and walkWord, so that no move of one can
+// take the other), every bit of both is in the two blocks below, every move
+// of either is a pure function s → next in this file, tested against the
+// table of moves (state_test.go), and no other file tests a bit. What the states mean to the
 // rest of the purgatory is the block at Op (operation.go).
 //
 // Op.state:
@@ -32,18 +33,42 @@ import "fmt"
 // tryLock and a "try again" flag, in one word). An operation's turn is its try
 // (one TryComplete at a time); a list's is its walk (one walk of a key at a
 // time).
+
+// walkWord is a key's walking word (watchList.walking), as its moves see it.
+type walkWord int64
+
 const (
-	// listLeveled (walking word): lv's heap holds an operation waiting for
-	// a level. Set and cleared under the shard's mutex.
-	listLeveled int64 = 1 << iota
-	// listRelayed (walking word): lv.relayed holds solo uses whose outcome
-	// was left for the walk (relay). Set under the shard's mutex by queueRelay,
-	// cleared by whoever takes the queue.
+	// listLeveled: lv's heap holds an operation waiting for a level. Set
+	// and cleared under the shard's mutex.
+	listLeveled walkWord = 1 << iota
+	// listRelayed: lv.relayed holds solo uses whose outcome was left for
+	// the walk (relay). Set under the shard's mutex by queueRelay, cleared
+	// by whoever takes the queue.
 	listRelayed
-	// listAgainAll (walking word): a round was asked for by a walk that
-	// tries every operation (CheckAndComplete, Advance), not only by
-	// hand-offs; set only with turnAgain and cleared with it.
+	// listAgainAll: a round was asked for by a walk that tries every
+	// operation (CheckAndComplete, Advance), not only by hand-offs; set
+	// only with wordAgain and cleared with it.
 	listAgainAll
+	_
+	// wordHeld and wordAgain: the walk's turn, turnHeld and turnAgain of
+	// the walking word (TestStateBits holds them at the same bits).
+	wordHeld
+	wordAgain
+	wordTurn = wordHeld | wordAgain
+
+	// listHeadShift: bits 6–63 of the walking word hold the list's head, how
+	// many entries at the front of its array hand-offs passed and compacted
+	// away (watchlist.go). Written only under the shard's mutex; the walks'
+	// moves of the turn and the flags keep it, so it needs no word of its
+	// own, and the list of an int key stays 64 bytes.
+	listHeadShift = 6
+	listLowBits   = walkWord(1)<<listHeadShift - 1
+)
+
+const (
+	_ int64 = 1 << iota // bits 0–3: the outcome (outcomeBits)
+	_
+	_
 	_
 	// turnHeld: a goroutine holds the turn. On an operation: it runs
 	// TryComplete, and only it lets go (settle, abandon), even after
@@ -126,14 +151,6 @@ const (
 	leftBits          = outcomeBits << leftShift
 	genShift          = 18
 	genBits     int64 = -1 << genShift
-
-	// listHeadShift: bits 6–63 of the walking word hold the list's head, how
-	// many entries at the front of its array hand-offs passed and compacted
-	// away (watchlist.go). Written only under the shard's mutex; the walks'
-	// moves of the turn and the flags keep it, so it needs no word of its
-	// own, and the list of an int key stays 64 bytes.
-	listHeadShift       = 6
-	listLowBits   int64 = 1<<listHeadShift - 1
 
 	// withdrawn is the internal outcome of a use whose TryCompleteElseWatch
 	// was undone because TryComplete panicked (abandonMove). It ends the
@@ -411,27 +428,27 @@ func walkStep(s int64, g gen) step {
 // takeMove is a walk's take of a list's turn; if another walk holds it, the
 // walk asks it to go round once more, over every operation (all) or as a
 // hand-off.
-func takeMove(s int64, all bool) (int64, bool) {
-	if s&turnHeld == 0 {
-		return s | turnHeld, true
+func takeMove(s walkWord, all bool) (walkWord, bool) {
+	if s&wordHeld == 0 {
+		return s | wordHeld, true
 	}
 	if all {
-		return s | turnAgain | listAgainAll, false
+		return s | wordAgain | listAgainAll, false
 	}
-	return s | turnAgain, false
+	return s | wordAgain, false
 }
 
 // leaveMove is the walk's leaving of the list: if another round was asked
 // for, it keeps the turn and reports again (and all, if a walk that tries
 // every operation asked); otherwise it lets go.
-func leaveMove(s int64) (next int64, again, all bool) {
+func leaveMove(s walkWord) (next walkWord, again, all bool) {
 	switch {
-	case s&turnHeld == 0:
-		panic(impossible{"a walk let go of a list it did not hold", s})
-	case s&turnAgain != 0:
-		return s &^ (turnAgain | listAgainAll), true, s&listAgainAll != 0
+	case s&wordHeld == 0:
+		panic(impossible{"a walk let go of a list it did not hold", int64(s)})
+	case s&wordAgain != 0:
+		return s &^ (wordAgain | listAgainAll), true, s&listAgainAll != 0
 	}
-	return s &^ turnHeld, false, false
+	return s &^ wordHeld, false, false
 }
 
 // The moves' compare-and-swap loops, each on the word it moves. A loop whose
@@ -567,7 +584,7 @@ func (o *Op) step(g gen) (step, int64) {
 func lockedIn(s int64) bool { return s&lockerBit != 0 }
 
 // relayedIn reports whether a walking word w has uses handed to its walk.
-func relayedIn(w int64) bool { return w&listRelayed != 0 }
+func relayedIn(w walkWord) bool { return w&listRelayed != 0 }
 
 // recycle ends a use the purgatory is done with: its Recycle runs, if the
 // operation is a Recycler and the use was a real one (not withdrawn).
@@ -624,9 +641,9 @@ func (o *Op) locked() bool { return lockedIn(o.state.Load()) }
 // another round (all: over every operation), and reports whether it took it.
 func (l *watchList[K]) take(all bool) bool {
 	for {
-		s := l.walking.Load()
+		s := walkWord(l.walking.Load())
 		next, took := takeMove(s, all)
-		if next == s || l.walking.CompareAndSwap(s, next) {
+		if next == s || l.walking.CompareAndSwap(int64(s), int64(next)) {
 			return took
 		}
 	}
@@ -635,61 +652,61 @@ func (l *watchList[K]) take(all bool) bool {
 // letGo is the walk's leaving of the list (leaveMove).
 func (l *watchList[K]) letGo() (again, all bool) {
 	for {
-		s := l.walking.Load()
+		s := walkWord(l.walking.Load())
 		next, again, all := leaveMove(s)
-		if l.walking.CompareAndSwap(s, next) {
+		if l.walking.CompareAndSwap(int64(s), int64(next)) {
 			return again, all
 		}
 	}
 }
 
 // walked reports whether a walk holds the list.
-func (l *watchList[K]) walked() bool { return l.walking.Load()&turnHeld != 0 }
+func (l *watchList[K]) walked() bool { return walkWord(l.walking.Load())&wordHeld != 0 }
 
 // leveled reports whether lv's heap holds a waiting operation.
-func (l *watchList[K]) leveled() bool { return l.walking.Load()&listLeveled != 0 }
+func (l *watchList[K]) leveled() bool { return walkWord(l.walking.Load())&listLeveled != 0 }
 
 // setLeveled records whether lv's heap holds a waiting operation. The caller
 // holds the shard's mutex.
 func (l *watchList[K]) setLeveled(on bool) {
 	if on {
-		l.walking.Or(listLeveled)
+		l.walking.Or(int64(listLeveled))
 	} else {
-		l.walking.And(^listLeveled)
+		l.walking.And(int64(^listLeveled))
 	}
 }
 
 // relayedAny reports whether uses wait in lv.relayed.
-func (l *watchList[K]) relayedAny() bool { return relayedIn(l.walking.Load()) }
+func (l *watchList[K]) relayedAny() bool { return relayedIn(walkWord(l.walking.Load())) }
 
 // setRelayed records whether uses wait in lv.relayed. The caller holds the
 // shard's mutex.
 func (l *watchList[K]) setRelayed(on bool) {
 	if on {
-		l.walking.Or(listRelayed)
+		l.walking.Or(int64(listRelayed))
 	} else {
-		l.walking.And(^listRelayed)
+		l.walking.And(int64(^listRelayed))
 	}
 }
 
 // restingWord reports whether w is a walking word with no walk under way and
 // nothing relayed: the state a list rests in.
-func restingWord(w int64) bool { return w&listLowBits&^listLeveled == 0 }
+func restingWord(w walkWord) bool { return w&listLowBits&^listLeveled == 0 }
 
 // head returns the list's head. The caller holds the shard's mutex.
-func (l *watchList[K]) head() int { return int(l.walking.Load() >> listHeadShift) }
+func (l *watchList[K]) head() int { return int(walkWord(l.walking.Load()) >> listHeadShift) }
 
 // setHead sets the list's head, keeping the turn and the flags that walks
 // move meanwhile. The caller holds the shard's mutex.
 func (l *watchList[K]) setHead(h int) {
 	for {
-		s := l.walking.Load()
+		s := walkWord(l.walking.Load())
 		next := withHead(s, h)
-		if next == s || l.walking.CompareAndSwap(s, next) {
+		if next == s || l.walking.CompareAndSwap(int64(s), int64(next)) {
 			return
 		}
 	}
 }
 
 // withHead is the walking word s with head h.
-func withHead(s int64, h int) int64 { return s&listLowBits | int64(h)<<listHeadShift }
+func withHead(s walkWord, h int) walkWord { return s&listLowBits | walkWord(h)<<listHeadShift }

@@ -254,7 +254,7 @@ func (w *tryWalk) tryEach() {
 			// which applies it below.
 			no = true
 		}
-		if relayedIn(w.word.Load()) {
+		if relayedIn(walkWord(w.word.Load())) {
 			applyRelayed(w.list.takeRelayed(false))
 		}
 		if no && w.handOff {
