@@ -30,8 +30,8 @@ const (
 
 // blockedOp is a blocked client's wait. Its fields but the result are set
 // before it is added; the result (key, vals, errMsg) is written by the try
-// that completes it, under the server's lock, and read by the client's
-// goroutine once OnComplete has set over.
+// that completes it, on the loop, and read on the loop once OnComplete has
+// run.
 type blockedOp struct {
 	purgatory.Op
 	c      *client
@@ -47,6 +47,7 @@ type blockedOp struct {
 	answered bool          // the try that served it answered it (server.served)
 	over     atomic.Bool   // OnComplete has run: the wait has ended
 	done     chan struct{} // OnComplete's token, for wait; one per use, drained at the next
+	settleFn func()        // settles it on the loop: bound once, for OnComplete
 
 	free atomic.Bool // the purgatory is done with its last use (Recycle): c may use it again
 }
@@ -55,10 +56,10 @@ type blockedOp struct {
 // or, in its own first tries, from the first of its keys that holds
 // elements: it takes what the client is owed, answers it (server.served) and
 // reports true, or reports false if the list is empty. A client whose
-// connection is gone is done at once, and takes nothing. The server's lock is
-// held: only serveReady's HandOff and blockOn's TryCompleteElseWatch try.
+// connection is gone is done at once, and takes nothing. It runs on the loop:
+// only serveReady's HandOff and blockOn's TryCompleteElseWatch try.
 func (b *blockedOp) TryComplete() bool {
-	if b.c.ctx.Err() != nil {
+	if b.c.gone {
 		return true // gone: let the next client have it
 	}
 	s := b.c.srv
@@ -98,34 +99,35 @@ func (b *blockedOp) TryComplete() bool {
 }
 
 // served ends the wait of a client a try has just served and answered (its
-// reply is in the client's buffer): serveReady writes it once the hand-offs
-// are done. The client is no longer blocked. The server's lock is held.
+// reply is in the client's buffer): the loop writes it once it is done with
+// what woke it. The client is no longer blocked. On the loop.
 func (s *server) served(b *blockedOp) {
 	c := b.c
 	b.answered = true
 	c.op = nil
 	s.db.unblock(b.keys)
-	if !c.answered {
-		c.answered = true
-		s.answered = append(s.answered, c)
-	}
+	s.mark(c)
 }
 
-// OnComplete wakes the client's goroutine to answer a wait that ended
-// otherwise than by a try that served it. It takes no lock of the server's
-// and never blocks, whichever goroutine ended the wait.
+// OnComplete hands a wait that ended otherwise than by a try that served it
+// to the loop, to be answered there (server.settle). It takes no lock and
+// never blocks, whichever goroutine ended the wait: a wheel worker (a
+// timeout), the context's (the client went away), the purgatory's Close, or
+// the loop itself (CLIENT UNBLOCK).
 func (b *blockedOp) OnComplete() {
+	answered := b.answered // the try that set it ran before: the purgatory orders them
 	b.over.Store(true)
 	b.done <- struct{}{} // never blocks: one a use, in a buffer of one
-	if !b.answered {
-		b.c.kick()
+	if !answered {
+		b.c.srv.loop.run(b.settleFn) // false only once the loop has stopped: nobody is left to answer
 	}
 }
 
 // ended reports whether the wait has ended (OnComplete has run).
 func (b *blockedOp) ended() bool { return b.over.Load() }
 
-// wait waits for the wait to end. Only the client's goroutine waits.
+// wait waits for the wait to end. Off the loop only (shutdown): tries run on
+// the loop.
 func (b *blockedOp) wait() {
 	if !b.over.Load() {
 		<-b.done
@@ -140,12 +142,16 @@ func (b *blockedOp) Recycle() { b.free.Store(true) }
 
 // waitOp returns an operation for a wait of c's, reset: its last wait's
 // once the purgatory is done with it, so that a client in a BLPOP loop
-// allocates none per wait, else a new one. Its keys' array is kept. The
-// caller holds the server's lock, and blockOn claims the operation.
+// allocates none per wait, else a new one. Its keys' array is kept. On the
+// loop; blockOn claims the operation.
 func (c *client) waitOp(kind blockKind, left bool) *blockedOp {
 	b := c.lastOp
 	if b == nil || !b.free.Load() {
 		b = &blockedOp{done: make(chan struct{}, 1)}
+		b.settleFn = func() {
+			c.srv.settle(b)
+			c.srv.flushAll()
+		}
 		b.free.Store(true)
 		c.lastOp = b
 	}
@@ -160,8 +166,23 @@ func (c *client) waitOp(kind blockKind, left bool) *blockedOp {
 	return b
 }
 
+// settle answers b's client if b is still its wait: a wait that has ended
+// otherwise than by a hand-off (timed out, unblocked, shut down). A client
+// gone, or answered already (shutdown's last pass, CLIENT UNBLOCK), leaves
+// nothing to do. On the loop; the caller flushes.
+func (s *server) settle(b *blockedOp) {
+	c := b.c
+	if c.op != b || !b.ended() {
+		return
+	}
+	c.op = nil
+	s.db.unblock(b.keys)
+	b.answer(c)
+	s.mark(c)
+}
+
 // answer writes the reply of a wait that ended otherwise than by a try that
-// served it. The caller holds the server's lock.
+// served it. On the loop.
 func (b *blockedOp) answer(c *client) {
 	w := &c.w
 	switch b.Outcome() {
@@ -180,22 +201,10 @@ func (b *blockedOp) answer(c *client) {
 }
 
 // restore puts back what replies took out of lists and could not deliver
-// (their client went away): each element at the end it came from, in its
-// order, so that nothing handed off is lost; and serves the clients blocked
-// on them.
+// (their connection failed when they were written): each element at the end
+// it came from, in its order, so that nothing handed off is lost. It makes
+// the keys ready, as any push does, for the caller's serveReady. On the loop.
 func (s *server) restore(pops []popped) {
-	if len(pops) == 0 {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.restoreLocked(pops)
-	s.serveReady()
-}
-
-// restoreLocked is restore but for serving: it makes the keys ready, as any
-// push does, for the caller's serveReady. The caller holds s.mu.
-func (s *server) restoreLocked(pops []popped) {
 	for i := len(pops) - 1; i >= 0; i-- {
 		p := pops[i]
 		l, created, wrong := s.db.listForPush(p.key)
@@ -213,8 +222,8 @@ func (s *server) restoreLocked(pops []popped) {
 	}
 }
 
-// blockOn blocks c on op's keys until op.Timeout (NoTimeout for none). The
-// caller holds the server's lock, and has found every key empty.
+// blockOn blocks c on op's keys until op.Timeout (NoTimeout for none). On
+// the loop, which has found every key empty.
 func (s *server) blockOn(c *client, op *blockedOp, timeout time.Duration) {
 	op.free.Store(false)
 	op.c = c

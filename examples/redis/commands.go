@@ -85,7 +85,7 @@ func echoCmd(_ *server, c *client, args [][]byte) { c.w.bulk(args[1]) }
 // quitCmd answers OK and closes the connection once the reply is written.
 func quitCmd(_ *server, c *client, _ [][]byte) {
 	c.w.ok()
-	c.closing.Store(true)
+	c.closing = true
 }
 
 func delCmd(s *server, c *client, args [][]byte) {
@@ -542,7 +542,7 @@ func (s *server) clientList() string {
 			flags = "b"
 		}
 		fmt.Fprintf(&b, "id=%d addr=%s laddr=%s fd=0 name=%s age=0 idle=0 flags=%s db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%d\n",
-			id, cl.conn.RemoteAddr(), cl.conn.LocalAddr(), cl.name, flags, cl.lastCmd, cl.w.resp)
+			id, cl.link.remoteAddr(), cl.link.localAddr(), cl.name, flags, cl.lastCmd, cl.w.resp)
 	}
 	return b.String()
 }
@@ -592,7 +592,7 @@ func infoCmd(s *server, c *client, args [][]byte) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	port := 0
-	if a, ok := c.conn.LocalAddr().(interface{ String() string }); ok {
+	if a, ok := c.link.localAddr().(interface{ String() string }); ok {
 		if i := strings.LastIndexByte(a.String(), ':'); i >= 0 {
 			port, _ = strconv.Atoi(a.String()[i+1:])
 		}

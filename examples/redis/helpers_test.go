@@ -16,7 +16,10 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain checks that no test leaves a goroutine behind. Those running
+// before any test are not the tests': gnet's package starts a worker pool
+// (ants) when it is initialised, for the process.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.IgnoreCurrent()) }
 
 // testServer starts a server on a free port of the loopback, shut down when
 // the test ends; queryLimit, if not 0, is its client-query-buffer-limit.
@@ -39,6 +42,18 @@ func testServer(t testing.TB, queryLimit ...int64) (*server, string) {
 		require.NoError(t, <-served)
 	})
 	return s, ln.Addr().String()
+}
+
+// onLoop runs f on s's loop and waits for it: what the loop owns is read
+// there.
+func onLoop(t testing.TB, s *server, f func()) {
+	t.Helper()
+	s.lnMu.Lock()
+	lp := s.loop
+	s.lnMu.Unlock()
+	done := make(chan struct{})
+	require.True(t, lp.run(func() { f(); close(done) }), "the loop has stopped")
+	<-done
 }
 
 // raw is a client that speaks RESP by hand: it sends commands and reads each

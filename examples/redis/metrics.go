@@ -14,7 +14,7 @@ func newServerCollector(s *server) prometheus.Collector {
 	return &serverCollector{s: s,
 		handedOff: prometheus.NewDesc("redis_handed_off_elements_total", "Elements a push handed to a client blocked on the key (purgatory.HandOff).", nil, nil),
 		written:   prometheus.NewDesc("redis_popped_elements_written_total", "Elements popped (LPOP, BLPOP and their kind) and written to a client's connection.", nil, nil),
-		restored:  prometheus.NewDesc("redis_popped_elements_restored_total", "Elements popped for a client whose connection was gone before the reply was written: put back in their lists.", nil, nil),
+		restored:  prometheus.NewDesc("redis_popped_elements_restored_total", "Elements popped for a client whose connection failed as the reply was written (the write took nothing): put back in their lists. A reply the connection took is written; if the connection fails later, its elements are gone with it, as in Redis.", nil, nil),
 		clients:   prometheus.NewDesc("redis_connected_clients", "Client connections open.", nil, nil),
 	}
 }
@@ -31,8 +31,5 @@ func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.handedOff, prometheus.CounterValue, float64(st.handedOff.Load()))
 	ch <- prometheus.MustNewConstMetric(c.written, prometheus.CounterValue, float64(st.popWritten.Load()))
 	ch <- prometheus.MustNewConstMetric(c.restored, prometheus.CounterValue, float64(st.restored.Load()))
-	c.s.mu.Lock()
-	n := len(c.s.clients)
-	c.s.mu.Unlock()
-	ch <- prometheus.MustNewConstMetric(c.clients, prometheus.GaugeValue, float64(n))
+	ch <- prometheus.MustNewConstMetric(c.clients, prometheus.GaugeValue, float64(c.s.nclients.Load()))
 }

@@ -5,7 +5,7 @@
 #
 #   ./redis-suite.sh           # set up if need be, then run
 #   ./redis-suite.sh --setup   # set up only (CI times the run apart)
-#   ./redis-suite.sh --runs N [--only NAME] [--server ours|redis] [--unmodified]
+#   ./redis-suite.sh --runs N [--only NAME] [--server ours|redis]
 #                              # the suite (or one test) N times in a row against
 #                              # one server, failures counted per test
 #
@@ -57,7 +57,7 @@ trap 'kill "${server:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
 out=${REDIS_SUITE_OUT:-$work}
 mkdir -p "$out/ours" "$out/redis"
 
-runs=0 only="" side=ours modified=1
+runs=0 only="" side=ours
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--setup)
@@ -67,7 +67,6 @@ while [[ $# -gt 0 ]]; do
 	--runs) runs=$2 && shift ;;
 	--only) only=$2 && shift ;;
 	--server) side=$2 && shift ;;
-	--unmodified) modified=0 ;;
 	*)
 		echo "redis-suite: unknown argument $1 (see the head of $0)" >&2
 		exit 2
@@ -81,10 +80,7 @@ if ! [[ $runs =~ ^[0-9]+$ ]] || [[ $side != ours && $side != redis ]] || [[ $run
 fi
 setup
 src=${REDIS_SRC:-}
-if [[ -n $src ]]; then # a copy: the stopgap below changes a test file
-	cp -r "$src" "$work/redis-src"
-	src=$work/redis-src
-else
+if [[ -z $src ]]; then
 	echo "redis-suite: fetching Redis's source (apt-get source redis)"
 	(cd "$work" && apt-get source -qq redis >/dev/null 2>&1)
 	src=$(ls -d "$work"/redis-7.0.15 2>/dev/null || true)
@@ -93,60 +89,9 @@ else
 		exit 1
 	fi
 fi
-# The stopgap (issue 50, item 0, until the example serves every connection
-# from one event loop). Two tests send a command on one connection and then,
-# without reading its reply, another command on another, and count on the
-# server running them in that order. Redis does, because its one thread
-# reads ready sockets in the order the poller reports them; with a goroutine
-# per connection the second can take the server's lock first. Redis promises
-# no order across connections. The script makes each test wait for what it
-# counts on, against both servers, and says so; a test file whose text has
-# moved fails the run rather than flake.
-#
-#   "BRPOPLPUSH does not affect WATCH while still blocked" (EXEC, then LPUSH;
-#   failed 17 of 60 runs alone here, 0 against redis-server) waits until
-#   CLIENT LIST shows that EXEC has run, as Valkey's change for its I/O
-#   threads does (valkey#758).
-#   "BRPOPLPUSH with multiple blocked clients" (one BRPOPLPUSH, then another,
-#   then LPUSH, the first to a key of the wrong type; hung 12 of 60 runs alone
-#   here, when the second blocked first and took the element, 0 of 60 against
-#   redis-server) waits until each has blocked before the next command.
-stopgap() {
-	local file=$1/tests/unit/type/list.tcl
-	awk '
-		/test "BRPOPLPUSH does not affect WATCH while still blocked"/ {watch = 1}
-		/test "BRPOPLPUSH with multiple blocked clients"/ {multi = 1}
-		{print}
-		watch && /^[ \t]*\$watching_client exec[ \t]*$/ {
-			print "        # redis-suite.sh: wait until EXEC has run, as valkey#758 does."
-			print "        wait_for_condition 100 10 {"
-			print "            [llength [lsearch -all [split [string trim [r client list]] \"\\r\\n\"] *cmd=exec*]] == 1"
-			print "        } else {"
-			print "            fail \"EXEC did not run\""
-			print "        }"
-			watch = 0; n++
-		}
-		multi && /^[ \t]*\$rd[12] brpoplpush blist\{t\} target[12]\{t\} 0[ \t]*$/ {
-			print "        wait_for_blocked_clients_count " ++blocked " ;# redis-suite.sh: in the order sent"
-			if (blocked == 2) {multi = 0; n++}
-		}
-		END {if (n != 2) exit 1}
-	' "$file" >"$file.stopgap" || {
-		echo "redis-suite: $file no longer has the two tests this script changes as it expects; update the stopgap" >&2
-		exit 1
-	}
-	mv "$file.stopgap" "$file"
-	echo "redis-suite: stopgap (issue 50, item 0), against both servers: \"BRPOPLPUSH does not affect WATCH while still blocked\" waits until CLIENT LIST shows EXEC has run before its LPUSH (valkey#758's change); \"BRPOPLPUSH with multiple blocked clients\" waits until each BRPOPLPUSH has blocked before the next command"
-}
-
 if [[ $(redis-server --version) != *v=7.0.15* ]]; then
 	echo "redis-suite: redis-server is not 7.0.15: $(redis-server --version)" >&2
 	exit 1
-fi
-if [[ $modified == 1 ]]; then
-	stopgap "$src"
-else
-	echo "redis-suite: the tests as Redis 7.0.15 ships them (--unmodified: no stopgap)"
 fi
 go build -o "$work/server" .
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -186,9 +187,9 @@ func TestShutdownAnswersBlockedClients(t *testing.T) {
 	})
 }
 
-// An element handed to a client whose connection fails before the reply is
-// written goes back to its list, at the end it came from, and on to the
-// next client blocked on it: nothing handed off is lost with a client.
+// An element handed to a client whose connection takes the reply and then
+// fails is gone with it, as in Redis: it is counted written, not put back,
+// and the next client blocked on the key stays blocked.
 func TestHandedToAClientThatWentAway(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s, dial := bubbleServer(t)
@@ -200,14 +201,62 @@ func TestHandedToAClientThatWentAway(t *testing.T) {
 		require.Equal(t, "2", r.do("rpush", "q", "x", "y"))
 		require.Equal(t, []any{"q", "y"}, next.read(), "served second, it takes the second")
 		next.send("blpop", "q", "0")
-		synctest.Wait() // gone's goroutine is writing its reply: a pipe waits for a read
-		require.Equal(t, 1, blockedClients(t, r), "next is blocked again: x is gone's")
-		gone.conn.Close()
 		synctest.Wait()
-		require.EqualValues(t, 1, s.stats.restored.Load())
-		require.Equal(t, []any{"q", "x"}, next.read(), "put back, and on to next")
+		require.Equal(t, 1, blockedClients(t, r), "next is blocked again: x is gone's")
+		gone.conn.Close() // its reply unread
+		synctest.Wait()
+		require.EqualValues(t, 0, s.stats.restored.Load())
+		require.EqualValues(t, 2, s.stats.popWritten.Load(), "x and y were written")
 		require.Equal(t, []any{}, r.do("lrange", "q", "0", "-1"))
+		require.Equal(t, 1, blockedClients(t, r), "next waits on: x went with gone")
+		require.Equal(t, "1", r.do("rpush", "q", "z"))
+		require.Equal(t, []any{"q", "z"}, next.read())
+	})
+}
+
+// failingLink is a connection that fails as it is written to, as a socket
+// the peer has reset does: the write takes nothing, and the loop learns at
+// once that the connection has ended (gnet's Write closes it before it
+// returns).
+type failingLink struct {
+	link
+	s *server
+	c *client
+}
+
+func (l failingLink) write([]byte) error {
+	l.s.disconnected(l.c)
+	return errors.New("connection reset by peer")
+}
+
+// An element handed to a client whose connection fails as its reply is
+// written goes back to its list, at the end it came from, and on to the next
+// client blocked on it: nothing handed off is lost with a write that took
+// nothing.
+func TestHandedToAClientWhoseWriteFails(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, dial := bubbleServer(t)
+		r, gone, next := dial(), dial(), dial()
+		id := gone.do("client", "id").(string)
+		gone.send("blpop", "q", "0")
+		synctest.Wait()
+		next.send("blpop", "q", "0")
+		synctest.Wait()
+		onLoop(t, s, func() {
+			for _, c := range s.clients {
+				if fmt.Sprint(c.id) == id {
+					c.link = failingLink{c.link, s, c}
+				}
+			}
+		})
+		require.Equal(t, "2", r.do("rpush", "q", "x", "y"))
+		require.Equal(t, []any{"q", "y"}, next.read(), "served second, it takes the second")
+		next.send("blpop", "q", "0")
+		require.Equal(t, []any{"q", "x"}, next.read(), "x, put back at its end, on to next")
+		require.EqualValues(t, 1, s.stats.restored.Load())
 		require.EqualValues(t, 2, s.stats.popWritten.Load(), "y and then x were written; x to gone was not")
+		require.Equal(t, []any{}, r.do("lrange", "q", "0", "-1"))
+		require.Equal(t, 0, blockedClients(t, r))
 	})
 }
 
@@ -222,14 +271,15 @@ func TestWaitsReuseTheirOperation(t *testing.T) {
 		id := w.do("client", "id").(string)
 		op := func() *blockedOp {
 			synctest.Wait()
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			for _, c := range s.clients {
-				if fmt.Sprint(c.id) == id {
-					return c.lastOp
+			var op *blockedOp
+			onLoop(t, s, func() {
+				for _, c := range s.clients {
+					if fmt.Sprint(c.id) == id {
+						op = c.lastOp
+					}
 				}
-			}
-			return nil
+			})
+			return op
 		}
 
 		w.send("blpop", "a", "b", "0")

@@ -15,43 +15,51 @@ import (
 )
 
 // server is the Redis-protocol server: one keyspace, its clients, and a
-// purgatory of the clients blocked on list keys.
+// purgatory of the clients blocked on list keys, all served on one event
+// loop (loop.go), Redis's single thread. A command runs on the loop with the
+// hand-offs it makes ready (serveReady) before the next one, so that a client
+// that sends LRANGE right after its LPUSH's reply never sees an element
+// already handed off. A blocked client's TryComplete runs on the loop too
+// (HandOff and TryCompleteElseWatch are only called there), and its
+// OnComplete, on whatever goroutine the wait ended, hands the answer to the
+// loop (blockedOp.OnComplete).
 //
-// Its lock, mu, is Redis's single thread: each command a client sends runs
-// under it, with the hand-offs it makes ready (serveReady) before it lets
-// go, so that a client that sends LRANGE right after its LPUSH's reply never
-// sees an element already handed off. A blocked client's TryComplete runs
-// under mu too (HandOff and TryCompleteElseWatch are only called with it
-// held), and its OnComplete never takes it: it only wakes the client's
-// goroutine (client.wake), which writes the reply.
+// Off the loop, only these are read: the counters (stats, nextID, nclients),
+// closed, limits, and ln and loop under lnMu.
 type server struct {
-	mu      sync.Mutex
 	db      *db
 	blocked *purgatory.Purgatory[string]
 	serving string // the key the hand-off under way serves: a blocked pop takes from it
-	// answered are the clients a hand-off answered since the last flush,
-	// whose replies serveReady writes once the hand-offs are done.
-	answered []*client
-	clients  map[int64]*client
-	cfg      config
-	limits   atomic.Pointer[limits] // cfg's, for the readers, which run without mu
+	// answered are the clients whose replies flushAll writes next: those
+	// a command, a hand-off or a settled wait answered since the last.
+	answered, spareAnswered []*client
+	clients                 map[int64]*client
+	cfg                     config
+	limits                  atomic.Pointer[limits] // cfg's, for the readers
 
-	nextID  atomic.Int64
-	closed  atomic.Bool
-	log     *slog.Logger
-	tw      *timingwheel.TimingWheel
-	stats   serverStats
-	lnMu    sync.Mutex
-	ln      net.Listener
-	conns   sync.WaitGroup
-	stopped chan struct{}
+	nextID   atomic.Int64
+	nclients atomic.Int64 // len(clients), for /metrics
+	closed   atomic.Bool
+	log      *slog.Logger
+	tw       *timingwheel.TimingWheel
+	stats    serverStats
+
+	lnMu      sync.Mutex
+	ln        net.Listener
+	loop      eventLoop
+	accepting chan struct{} // closed when serve's accept loop has returned
+	// drained is closed, on the loop, once shutdown has begun and the last
+	// client has gone.
+	drained     chan struct{}
+	drainedOnce sync.Once
+	stopped     chan struct{}
 }
 
 // serverStats are the counts the tests and the metrics read.
 type serverStats struct {
 	handedOff  atomic.Int64 // elements a hand-off gave to a blocked client
 	popWritten atomic.Int64 // elements popped and written to a connection that was open when written
-	restored   atomic.Int64 // elements popped for a client that went away before its reply was written, put back
+	restored   atomic.Int64 // elements popped for a client whose connection failed as its reply was written, put back
 	commands   atomic.Int64
 }
 
@@ -72,7 +80,8 @@ func newServer(cfg config, log *slog.Logger, obs *observers) (*server, error) {
 		tw.Stop()
 		return nil, err
 	}
-	s := &server{db: newDB(), blocked: p, clients: map[int64]*client{}, cfg: cfg, log: log, tw: tw, stopped: make(chan struct{})}
+	s := &server{db: newDB(), blocked: p, clients: map[int64]*client{}, cfg: cfg, log: log, tw: tw,
+		drained: make(chan struct{}), stopped: make(chan struct{})}
 	s.limits.Store(new(cfg.limits()))
 	return s, nil
 }
@@ -103,7 +112,7 @@ func init() {
 	}
 }
 
-// exec runs one command for c. The caller holds s.mu.
+// exec runs one command for c. On the loop.
 func (s *server) exec(c *client, args [][]byte) {
 	s.stats.commands.Add(1)
 	name := strings.ToLower(string(args[0]))
@@ -133,9 +142,8 @@ func (s *server) exec(c *client, args [][]byte) {
 // sent args, as Redis 7.0 names its lastcmd: set when the command is looked
 // up (queued inside MULTI, run, or refused for its arity; not for the
 // commands EXEC runs), "NULL" for an unknown command, and parent|sub for a
-// command with subcommands. exec sets it under the server's lock, so CLIENT
-// LIST shows cmd=exec only once EXEC has run (redis-suite.sh's stopgap waits
-// for that).
+// command with subcommands. exec sets it on the loop, so CLIENT LIST shows
+// cmd=exec only once EXEC has run.
 func lastCommand(cmd *command, args [][]byte) string {
 	switch {
 	case cmd == nil:
@@ -175,36 +183,39 @@ func ownArgs(args [][]byte) [][]byte {
 // is now (Redis's handleClientsBlockedOnKeys): a hand-off per key, which
 // serves its clients in the order they blocked until the list runs out. A
 // served BLMOVE pushes to its destination, which then becomes ready and is
-// served in the same pass. Then it writes the replies of the clients served
-// (flushAnswer); a write that fails puts its elements back, which makes
-// their keys ready again, and serves them too. The caller holds s.mu.
+// served in the same pass. The clients served are marked: the loop writes
+// their replies once it is done with what woke it (flushAll). On the loop.
 func (s *server) serveReady() {
 	d := s.db
-	for len(d.ready) > 0 || len(s.answered) > 0 {
-		for i := 0; i < len(d.ready); i++ {
-			key := d.ready[i]
-			delete(d.isReady, key) // it may become ready again, and be served again
-			if l, _ := d.list(key); l == nil || l.len() == 0 {
-				continue
-			}
-			s.serving = key
-			s.blocked.HandOff(key)
-			s.serving = ""
+	for i := 0; i < len(d.ready); i++ {
+		key := d.ready[i]
+		delete(d.isReady, key) // it may become ready again, and be served again
+		if l, _ := d.list(key); l == nil || l.len() == 0 {
+			continue
 		}
-		d.ready = d.ready[:0]
-		answered := s.answered
-		s.answered = nil
-		for _, c := range answered {
-			c.answered = false
-			s.flushAnswer(c)
-		}
+		s.serving = key
+		s.blocked.HandOff(key)
+		s.serving = ""
 	}
+	d.ready = d.ready[:0]
 }
 
-// serve serves clients on ln until shutdown.
+// serve serves clients on ln until shutdown, on an event loop of its own:
+// gnet's for a listener whose connections have a file descriptor, a
+// goroutine's for others (pipeLoop).
 func (s *server) serve(ln net.Listener) error {
+	lp, err := newLoop(s, ln)
+	if err != nil {
+		return err
+	}
 	s.lnMu.Lock()
-	s.ln = ln
+	if s.closed.Load() {
+		s.lnMu.Unlock()
+		lp.stop()
+		return nil
+	}
+	s.ln, s.loop, s.accepting = ln, lp, make(chan struct{})
+	defer close(s.accepting)
 	s.lnMu.Unlock()
 	for {
 		conn, err := ln.Accept()
@@ -219,14 +230,17 @@ func (s *server) serve(ln net.Listener) error {
 			}
 			return err
 		}
-		c := s.newClient(conn)
-		s.conns.Go(c.serve)
+		if err := lp.enroll(conn); err != nil {
+			s.log.Warn("connection refused", "remote", conn.RemoteAddr(), "err", err)
+			conn.Close()
+		}
 	}
 }
 
 // shutdown answers every blocked client with an error that names the
-// shutdown, closes every connection and waits for their goroutines, until
-// ctx is done.
+// shutdown, writes what each client is owed, closes every connection and
+// stops the loop; ctx bounds the waits for the callbacks under way and for
+// the connections to close.
 func (s *server) shutdown(ctx context.Context) error {
 	if s.closed.Swap(true) {
 		<-s.stopped
@@ -234,33 +248,47 @@ func (s *server) shutdown(ctx context.Context) error {
 	}
 	defer close(s.stopped)
 	s.lnMu.Lock()
-	if s.ln != nil {
-		s.ln.Close()
-	}
+	ln, lp, accepting := s.ln, s.loop, s.accepting
 	s.lnMu.Unlock()
-	// Close ends every wait with Outcome Closed: each client's goroutine
-	// answers it with errShutdown, writes it out, and ends.
-	s.blocked.Close()
-	s.mu.Lock()
-	for _, c := range s.clients {
-		c.closeAfterWrite()
+	if ln != nil {
+		ln.Close()
+		<-accepting // no enroll under way: the loop can stop
 	}
-	s.mu.Unlock()
-	done := make(chan struct{})
-	go func() {
-		s.conns.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		s.mu.Lock()
-		for _, c := range s.clients {
-			c.conn.Close()
+	// Every wait ends Closed (or Completed, by a try on the loop under
+	// way): its OnComplete hands its answer to the loop. Shutdown waits for
+	// the callbacks a timeout or a context started just before.
+	err := s.blocked.Shutdown(ctx)
+	if lp != nil {
+		if lp.run(s.closeAll) {
+			select {
+			case <-s.drained:
+			case <-ctx.Done():
+				err = errors.Join(err, ctx.Err())
+			}
 		}
-		s.mu.Unlock()
-		<-done
+		lp.stop()
 	}
 	s.tw.Stop()
-	return nil
+	return err
 }
+
+// closeAll answers every client whose wait has ended and not yet been
+// answered (their OnComplete's task may come after this one), writes what
+// each is owed, and closes them all. On the loop, at shutdown.
+func (s *server) closeAll() {
+	for _, c := range s.clients {
+		if c.op != nil {
+			s.settle(c.op)
+		}
+		c.closing = true
+		c.pending = nil
+		s.mark(c)
+	}
+	s.flushAll()
+	if len(s.clients) == 0 {
+		s.allClosed()
+	}
+}
+
+// allClosed marks the last client gone once shutdown has begun.
+func (s *server) allClosed() { s.drainedOnce.Do(func() { close(s.drained) }) }

@@ -139,9 +139,9 @@ func TestKilledClients(t *testing.T) {
 	wg.Wait()
 	// The killed clients' ends are over once the server has only r.
 	require.Eventually(t, func() bool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return len(s.clients) == 1
+		n := 0
+		onLoop(t, s, func() { n = len(s.clients) })
+		return n == 1
 	}, 10*time.Second, time.Millisecond)
 
 	left := map[string]bool{}
