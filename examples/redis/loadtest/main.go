@@ -74,6 +74,8 @@ func main() {
 	from := flag.String("from", "", "report and draw from this JSON instead of measuring")
 	profileDir := flag.String("profile", "", "write the example's CPU profiles into this directory")
 	flag.IntVar(&serverProcs, "server-procs", 1, "the example's GOMAXPROCS (0: Go's default, one per CPU); 1, as redis-server runs its commands on one thread, leaves the other CPUs to the clients")
+	timeouts := flag.String("timeouts", "0,10000", "run the timeout workload alone (0) and beside the hand-off at these rates (empty: none)")
+	flag.StringVar(&baseline, "baseline", "", "also measure the example as it was at this git revision (system \"baseline\"), alternated with the others")
 	check := flag.Bool("check", false, "exit 1 if any run lost an element or popped one twice (CI's smoke run)")
 	flag.Parse()
 	// The clients' side allocates per element; a lazier collector keeps
@@ -81,7 +83,7 @@ func main() {
 	debug.SetGCPercent(800)
 
 	res, err := collect(*from, plan{rateFlag("rates", *rates), *duration, rateFlag("sweep", *sweep), *sweepDuration,
-		*runs, *consumers, *producers, *requests, *queryBuf}, *profileDir)
+		*runs, *consumers, *producers, *requests, *queryBuf, timeoutRates(*timeouts)}, *profileDir)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -128,6 +130,22 @@ func collect(from string, p plan, profileDir string) (res results, err error) {
 	res.Meta = meta()
 	res.Samples, err = measure(bins, p, profileDir)
 	return res, err
+}
+
+// timeoutRates parses -timeouts: rates, 0 for alone.
+func timeoutRates(list string) []int {
+	if list == "" {
+		return nil
+	}
+	var rs []int
+	for _, r := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(r)
+		if err != nil || n < 0 {
+			log.Fatalf("-timeouts %q: %q is not a rate", list, r)
+		}
+		rs = append(rs, n)
+	}
+	return rs
 }
 
 // rateFlag parses a comma-separated list of rates.
@@ -188,6 +206,7 @@ type plan struct {
 	producers int
 	requests  int
 	queryBuf  bool
+	timeouts  []int // the timeout workload's hand-off rates, 0 for alone
 }
 
 func measure(bins map[string][]string, p plan, profileDir string) ([]sample, error) {
@@ -219,6 +238,17 @@ func measure(bins map[string][]string, p plan, profileDir string) ([]sample, err
 				if m["keeps_up"] == 0 {
 					break
 				}
+			}
+			for _, rate := range p.timeouts {
+				m, err := once(system, bins[system], profile(profileDir, system, "timeouts-"+strconv.Itoa(rate), run), func(s *server) (map[string]float64, error) {
+					return runTimeouts(s, rate, p.duration, p.consumers, p.producers)
+				})
+				if err != nil {
+					return nil, fmt.Errorf("%s: timeouts beside %d/s: %w", system, rate, err)
+				}
+				log.Printf("run %d %-12s timeouts beside %6d/s: late p50 %.3f p99 %.3f p99.9 %.3f ms, %v timeouts",
+					run, system, rate, m["late_p50_ms"], m["late_p99_ms"], m["late_p999_ms"], m["timeouts"])
+				out = append(out, sample{system, "timeouts", rate, run, m})
 			}
 			if p.requests > 0 {
 				m, err := once(system, bins[system], profile(profileDir, system, "benchmark", run), func(s *server) (map[string]float64, error) {
@@ -278,7 +308,7 @@ func once(system string, argv []string, profile string, run func(*server) (map[s
 		return nil, err
 	}
 	m, err := run(s)
-	if serr := s.stop(); err == nil && system == "purgatory" {
+	if serr := s.stop(); err == nil && system != "redis-server" {
 		err = serr // redis-server's exit status on SIGTERM is its own business
 	}
 	return m, err
@@ -310,24 +340,39 @@ func medians(samples []sample, system, workload string, rate int) map[string]flo
 	return m
 }
 
-// rateList is the hand-off rates measured, fixed rates first, ascending,
-// then 0 (as fast as they can).
-func rateList(samples []sample) []int {
+// metricNamed is the metric behind each row's name, for the baseline's column.
+var metricNamed = map[string]string{
+	"push-to-pop p50 (ms)": "lat_p50_ms", "push-to-pop p99 (ms)": "lat_p99_ms", "push-to-pop p99.9 (ms)": "lat_p999_ms",
+	"server CPU per element (us)": "cpu_us_per_element", "popped per second": "popped_per_s", "kept up (runs: median)": "keeps_up",
+	"lost (median)": "lost", "popped twice (median)": "twice",
+	"timeout lateness p50 (ms)": "late_p50_ms", "timeout lateness p99 (ms)": "late_p99_ms", "timeout lateness p99.9 (ms)": "late_p999_ms",
+	"hand-off push-to-pop p99 (ms)": "handoff_lat_p99_ms",
+	"highest rate kept up (/s)":     "highest_kept_up",
+	"lpush":                         "lpush_rps", "rpop": "rpop_rps", "lrange_100": "lrange_100_rps", "server CPU per request (us)": "cpu_us_per_request",
+	"RSS before (MB)": "base_rss_mb", "peak RSS (MB)": "peak_rss_mb", "sent before the server closed (MB)": "sent_mb",
+	"closed by the server (runs: median)": "closed", "another client's PINGs answered": "pings_answered",
+	"another client's PINGs failed": "ping_failures", "its slowest PING (ms)": "ping_max_ms",
+}
+
+// ratesOf is the rates workload was measured at, ascending.
+func ratesOf(samples []sample, workload string) []int {
 	var rs []int
 	for _, s := range samples {
-		if s.Workload == "handoff" && !slices.Contains(rs, s.Rate) {
+		if s.Workload == workload && !slices.Contains(rs, s.Rate) {
 			rs = append(rs, s.Rate)
 		}
 	}
-	slices.SortFunc(rs, func(a, b int) int {
-		if (a == 0) != (b == 0) {
-			if a == 0 {
-				return 1
-			}
-			return -1
-		}
-		return a - b
-	})
+	slices.Sort(rs)
+	return rs
+}
+
+// rateList is the hand-off rates measured, fixed rates first, ascending,
+// then 0 (as fast as they can).
+func rateList(samples []sample) []int {
+	rs := ratesOf(samples, "handoff")
+	if len(rs) > 0 && rs[0] == 0 {
+		rs = append(rs[1:], 0)
+	}
 	return rs
 }
 
@@ -338,19 +383,34 @@ func rateName(rate int) string {
 	return strconv.Itoa(rate) + "/s"
 }
 
-// report prints the medians of both systems and the example's ratio to
-// redis-server.
+// report prints the medians of each system and the example's ratio to
+// redis-server (and to the baseline, if one was measured).
 func report(w io.Writer, samples []sample) {
-	fmt.Fprintln(w, "hand-off (medians of runs)        examples/redis   redis-server   ratio")
-	row := func(name string, a, b float64, format string) {
-		ratio := "-"
-		if b != 0 {
-			ratio = fmt.Sprintf("%.2fx", a/b)
-		}
-		fmt.Fprintf(w, "  %-31s %14s %14s %7s\n", name, fmt.Sprintf(format, a), fmt.Sprintf(format, b), ratio)
+	base := slices.ContainsFunc(samples, func(s sample) bool { return s.System == "baseline" })
+	if base {
+		fmt.Fprintln(w, "(medians of runs)                 examples/redis   redis-server   ratio       baseline   ratio")
+	} else {
+		fmt.Fprintln(w, "(medians of runs)                 examples/redis   redis-server   ratio")
 	}
+	var c map[string]float64 // the baseline's medians of the section under way
+	row := func(name string, a, b float64, format string) {
+		ratio := func(x, y float64) string {
+			if y == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.2fx", x/y)
+		}
+		fmt.Fprintf(w, "  %-31s %14s %14s %7s", name, fmt.Sprintf(format, a), fmt.Sprintf(format, b), ratio(a, b))
+		if base {
+			v := c[metricNamed[name]]
+			fmt.Fprintf(w, " %14s %7s", fmt.Sprintf(format, v), ratio(a, v))
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w, "hand-off")
 	for _, rate := range rateList(samples) {
 		p, r := medians(samples, "purgatory", "handoff", rate), medians(samples, "redis-server", "handoff", rate)
+		c = medians(samples, "baseline", "handoff", rate)
 		if rate == 0 {
 			fmt.Fprintf(w, " %s (at most one element in flight per consumer)\n", rateName(rate))
 		} else {
@@ -365,13 +425,32 @@ func report(w io.Writer, samples []sample) {
 		row("lost (median)", p["lost"], r["lost"], "%.0f")
 		row("popped twice (median)", p["twice"], r["twice"], "%.0f")
 	}
+	for _, rate := range ratesOf(samples, "timeouts") {
+		p, r := medians(samples, "purgatory", "timeouts", rate), medians(samples, "redis-server", "timeouts", rate)
+		c = medians(samples, "baseline", "timeouts", rate)
+		if rate == 0 {
+			fmt.Fprintf(w, "BLPOP timeouts (%d clients, %d ms), alone\n", timeoutClients, timeoutMs)
+		} else {
+			fmt.Fprintf(w, "BLPOP timeouts (%d clients, %d ms), beside the hand-off at %d/s\n", timeoutClients, timeoutMs, rate)
+		}
+		row("timeout lateness p50 (ms)", p["late_p50_ms"], r["late_p50_ms"], "%.3f")
+		row("timeout lateness p99 (ms)", p["late_p99_ms"], r["late_p99_ms"], "%.3f")
+		row("timeout lateness p99.9 (ms)", p["late_p999_ms"], r["late_p999_ms"], "%.3f")
+		if rate > 0 {
+			row("hand-off push-to-pop p99 (ms)", p["handoff_lat_p99_ms"], r["handoff_lat_p99_ms"], "%.3f")
+		}
+	}
+	c = nil
 	swept := slices.ContainsFunc(samples, func(s sample) bool { return s.Workload == "sweep" })
 	if hp, _ := highestKeptUp(samples, "purgatory"); swept && hp > 0 {
 		hr, _ := highestKeptUp(samples, "redis-server")
+		hb, _ := highestKeptUp(samples, "baseline")
+		c = map[string]float64{"highest_kept_up": hb}
 		fmt.Fprintln(w, "sweep (fixed rates, rising, until one is not kept up)")
 		row("highest rate kept up (/s)", hp, hr, "%.0f")
 	}
 	p, r := medians(samples, "purgatory", "benchmark", 0), medians(samples, "redis-server", "benchmark", 0)
+	c = medians(samples, "baseline", "benchmark", 0)
 	if len(p) > 0 {
 		fmt.Fprintln(w, "redis-benchmark -P 16 -c 50 (requests per second)")
 		for _, t := range []string{"lpush", "rpop", "lrange_100"} {
@@ -380,6 +459,7 @@ func report(w io.Writer, samples []sample) {
 		row("server CPU per request (us)", p["cpu_us_per_request"], r["cpu_us_per_request"], "%.3f")
 	}
 	p, r = medians(samples, "purgatory", "querybuf", 0), medians(samples, "redis-server", "querybuf", 0)
+	c = medians(samples, "baseline", "querybuf", 0)
 	if len(p) > 0 {
 		fmt.Fprintln(w, "a client filling its query buffer (three 512 MB bulks; the limit is 1 GiB)")
 		row("RSS before (MB)", p["base_rss_mb"], r["base_rss_mb"], "%.0f")

@@ -22,8 +22,12 @@ type server struct {
 // serverProcs is the example's GOMAXPROCS (0: Go's default, the CPUs).
 var serverProcs int
 
-// systems are the servers measured: the example, and Debian's redis-server.
+// systems are the servers measured: the example, and Debian's redis-server;
+// and the example at -baseline's revision, if given.
 var systems = []string{"purgatory", "redis-server"}
+
+// baseline is -baseline: a git revision of the example to measure too.
+var baseline string
 
 // labels name the systems in the report and the charts.
 var labels = map[string]string{"purgatory": "examples/redis (purgatory)", "redis-server": "redis-server 7.0.15"}
@@ -41,10 +45,46 @@ func build(dir string) (map[string][]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redis-server not found: install it (apt-get install redis-server, or run ./redis-suite.sh once): %w", err)
 	}
-	return map[string][]string{
+	bins := map[string][]string{
 		"purgatory":    {bin, "-addr", "127.0.0.1:0", "-metrics-addr", ""},
 		"redis-server": {redis, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning"},
-	}, nil
+	}
+	if baseline != "" {
+		old, err := buildAt(dir, baseline)
+		if err != nil {
+			return nil, err
+		}
+		bins["baseline"] = []string{old, "-addr", "127.0.0.1:0", "-metrics-addr", ""}
+		systems = []string{"purgatory", "baseline", "redis-server"}
+		labels["baseline"] = "examples/redis at " + baseline
+	}
+	return bins, nil
+}
+
+// buildAt compiles the example as it was at git revision rev into dir: the
+// repository's tree at rev (git archive), built in a directory of its own.
+func buildAt(dir, rev string) (string, error) {
+	top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		return "", fmt.Errorf("-baseline needs the example's git repository: %w", err)
+	}
+	src := filepath.Join(dir, "baseline-src")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		return "", err
+	}
+	archive := exec.Command("sh", "-c", `git -C "$1" archive "$2" | tar -x -C "$3"`, "sh", strings.TrimSpace(string(top)), rev, src)
+	archive.Stderr = os.Stderr
+	if err := archive.Run(); err != nil {
+		return "", fmt.Errorf("-baseline %s: git archive: %w", rev, err)
+	}
+	bin := filepath.Join(dir, "redis-baseline")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir = filepath.Join(src, "examples", "redis")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("-baseline %s: go build: %w", rev, err)
+	}
+	return bin, nil
 }
 
 // start runs a system. The example prints the address it got; redis-server
@@ -63,7 +103,7 @@ func start(system string, argv []string, profile string) (*server, error) {
 		args = append(args, "-cpuprofile", profile)
 	}
 	cmd := exec.Command(argv[0], args...)
-	if system == "purgatory" && serverProcs > 0 {
+	if system != "redis-server" && serverProcs > 0 {
 		cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(serverProcs))
 	}
 	cmd.Stderr = os.Stderr
