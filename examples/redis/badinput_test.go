@@ -104,3 +104,23 @@ func TestBlpopWithManyKeys(t *testing.T) {
 	require.Nil(t, w.do(append(args, "0.01")...))
 	b.check()
 }
+
+// Values read as big bulks (mapped off the heap, unmapped once their command
+// has run) outlive their read: what a command keeps, it copies. A list's
+// element, a string, an LSET and an LINSERT all read back intact after other
+// big bulks have come and gone.
+func TestBigValuesOutliveTheirRead(t *testing.T) {
+	_, addr := testServer(t)
+	c := dial(t, addr)
+	big := func(b byte) string { return strings.Repeat(string(b), 3<<20) }
+	require.Equal(t, "1", c.do("rpush", "l", big('a')))
+	require.Equal(t, "OK", c.do("set", "s", big('b')))
+	require.Equal(t, "2", c.do("rpush", "l", "x"))
+	require.Equal(t, "OK", c.do("lset", "l", "1", big('c')))
+	require.Equal(t, "3", c.do("linsert", "l", "before", big('a'), big('d')))
+	for range 3 {
+		require.Equal(t, big('e'), c.do("echo", big('e')))
+	}
+	require.Equal(t, []any{big('d'), big('a'), big('c')}, c.do("lrange", "l", "0", "-1"))
+	require.Equal(t, big('b'), c.do("get", "s"))
+}

@@ -180,6 +180,7 @@ func (s *server) disconnected(c *client) {
 	}
 	c.gone = true
 	c.cancel()
+	c.rd.release()
 	if b := c.op; b != nil {
 		c.op = nil
 		s.db.unblock(b.keys)

@@ -62,22 +62,24 @@ type reader struct {
 	// allocation of their own.
 	argv [][]byte
 	cmds [][][]byte // read's result, used again by the next read
+	// mapped are the arrays of big bulks mapped off the heap (bigbulk.go),
+	// unmapped once their commands have run.
+	mapped [][]byte
 }
 
 func newReader(lim *atomic.Pointer[limits]) *reader { return &reader{lim: lim, bulk: -1} }
 
-// space returns where the next read puts its bytes. A big bulk's array grows
-// as its bytes come, doubling from what first came, so that a client that
-// only announces a big bulk makes the server allocate nothing much; once an
-// eighth of it has come, to its whole length at once, so that the bulk is
-// copied about a quarter of its length over, not once (each copy writes
-// memory the process has not touched yet: a 512 MB bulk spent 1.8 s of CPU
-// in copies that doubled all the way, measured by the load test's query
-// buffer workload at GOMAXPROCS=1).
+// space returns where the next read puts its bytes. A bulk of offHeapMin or
+// more is read into an array mapped whole (bigbulk.go). A shorter big bulk's
+// array, or one that could not be mapped, grows on the heap as its bytes
+// come, doubling from what first came, so that a client that only announces
+// a big bulk makes the server allocate nothing much; once an eighth of it
+// has come, to its whole length at once.
 func (r *reader) space() []byte {
 	if r.argc == 0 { // no args under way: those carved so far have run
 		clear(r.argv)
 		r.argv = r.argv[:0]
+		r.freeAll()
 	}
 	if r.big != nil {
 		if len(r.big) == cap(r.big) {
@@ -274,7 +276,9 @@ func (r *reader) nextBulk() (more bool, err error) {
 		r.off, r.bulk = next, n
 		if n >= bigArg && int64(len(r.buf)-r.off) < n+2 {
 			r.want = int(n + 2)
-			r.big = make([]byte, 0, max(min(r.want, 1<<20), len(r.buf)-r.off))
+			if r.big = r.reserve(r.want); r.big == nil {
+				r.big = make([]byte, 0, max(min(r.want, 1<<20), len(r.buf)-r.off))
+			}
 			r.big = append(r.big, r.buf[r.off:]...)
 			r.off = len(r.buf)
 			return false, nil

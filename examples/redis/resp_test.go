@@ -1,6 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -118,10 +122,46 @@ func TestReaderQueryBufferLimit(t *testing.T) {
 // server a megabyte at most until the bytes arrive.
 func TestReaderBigBulkGrowsAsItComes(t *testing.T) {
 	r := newReader(testLimits())
+	_, err := feed(r, []byte("*1\r\n$524288\r\nabc"), nil)
+	require.NoError(t, err)
+	require.LessOrEqual(t, cap(r.big), 1<<20, "under offHeapMin: on the heap, at most 1 MiB before its bytes come")
+	require.Empty(t, r.mapped)
+	require.Equal(t, 524288+2, r.want)
+}
+
+// A bulk of offHeapMin or more is read into an array mapped whole off the
+// heap at once, which costs no memory until bytes come: announcing 512 MB
+// leaves the resident set as it was. The bulk arrives intact in any chunks,
+// and its array is unmapped once its command has run (the next space), or
+// when the client goes (release).
+func TestReaderBigBulkMapped(t *testing.T) {
+	rss := func() int64 {
+		b, err := os.ReadFile("/proc/self/statm")
+		require.NoError(t, err)
+		f := strings.Fields(string(b))
+		pages, err := strconv.ParseInt(f[1], 10, 64)
+		require.NoError(t, err)
+		return pages * int64(os.Getpagesize())
+	}
+	r := newReader(testLimits())
+	before := rss()
 	_, err := feed(r, []byte("*1\r\n$536870912\r\nabc"), nil)
 	require.NoError(t, err)
-	require.LessOrEqual(t, cap(r.big), 1<<20)
-	require.Equal(t, 536870912+2, r.want)
+	require.Len(t, r.mapped, 1)
+	require.Equal(t, 536870912+2, cap(r.big))
+	require.Less(t, rss()-before, int64(16<<20), "a mapping costs nothing until written")
+	r.release()
+	require.Empty(t, r.mapped)
+
+	r = newReader(testLimits())
+	bulk := bytes.Repeat([]byte("0123456789abcdef"), 3<<16) // 3 MiB
+	in := append(append([]byte(fmt.Sprintf("*2\r\n$4\r\nECHO\r\n$%d\r\n", len(bulk))), bulk...), "\r\n"...)
+	cmds, err := feed(r, in, []int{7, 65536, 1 << 20})
+	require.NoError(t, err)
+	require.Equal(t, [][]string{{"ECHO", string(bulk)}}, cmds, "intact")
+	require.Len(t, r.mapped, 1, "held while its command may run")
+	r.space()
+	require.Empty(t, r.mapped, "unmapped once it has run")
 }
 
 func errText(err error) string {

@@ -210,67 +210,89 @@ type plan struct {
 }
 
 func measure(bins map[string][]string, p plan, profileDir string) ([]sample, error) {
-	var out []sample
-	handoff := func(system string, run, rate int, d time.Duration, workload string) (map[string]float64, error) {
-		m, err := once(system, bins[system], profile(profileDir, system, workload+"-"+strconv.Itoa(rate), run), func(s *server) (map[string]float64, error) {
-			return runHandoff(s, handoffConfig{rate: rate, duration: d, consumers: p.consumers, producers: p.producers})
-		})
-		if err != nil {
-			return nil, fmt.Errorf("%s: %s at %d/s: %w", system, workload, rate, err)
-		}
-		log.Printf("run %d %-12s %-7s %6d/s: p50 %.3f p99 %.3f ms, CPU %.2f us/element, popped %.0f/s, kept up %v, lost %v, twice %v",
-			run, system, workload, rate, m["lat_p50_ms"], m["lat_p99_ms"], m["cpu_us_per_element"], m["popped_per_s"], m["keeps_up"], m["lost"], m["twice"])
-		out = append(out, sample{system, workload, rate, run, m})
-		return m, nil
-	}
+	m := &measurer{bins: bins, p: p, profileDir: profileDir}
 	for run := 1; run <= p.runs; run++ {
 		for _, system := range systems {
-			for _, rate := range p.rates {
-				if _, err := handoff(system, run, rate, p.duration, "handoff"); err != nil {
-					return nil, err
-				}
-			}
-			for _, rate := range p.sweep {
-				m, err := handoff(system, run, rate, p.sweepDur, "sweep")
-				if err != nil {
-					return nil, err
-				}
-				if m["keeps_up"] == 0 {
-					break
-				}
-			}
-			for _, rate := range p.timeouts {
-				m, err := once(system, bins[system], profile(profileDir, system, "timeouts-"+strconv.Itoa(rate), run), func(s *server) (map[string]float64, error) {
-					return runTimeouts(s, rate, p.duration, p.consumers, p.producers)
-				})
-				if err != nil {
-					return nil, fmt.Errorf("%s: timeouts beside %d/s: %w", system, rate, err)
-				}
-				log.Printf("run %d %-12s timeouts beside %6d/s: late p50 %.3f p99 %.3f p99.9 %.3f ms, %v timeouts",
-					run, system, rate, m["late_p50_ms"], m["late_p99_ms"], m["late_p999_ms"], m["timeouts"])
-				out = append(out, sample{system, "timeouts", rate, run, m})
-			}
-			if p.requests > 0 {
-				m, err := once(system, bins[system], profile(profileDir, system, "benchmark", run), func(s *server) (map[string]float64, error) {
-					return runBenchmark(s, p.requests)
-				})
-				if err != nil {
-					return nil, fmt.Errorf("%s: redis-benchmark: %w", system, err)
-				}
-				log.Printf("run %d %-12s redis-benchmark: %v", run, system, m)
-				out = append(out, sample{system, "benchmark", 0, run, m})
-			}
-			if p.queryBuf {
-				m, err := once(system, bins[system], profile(profileDir, system, "querybuf", run), runQueryBuffer)
-				if err != nil {
-					return nil, fmt.Errorf("%s: query buffer: %w", system, err)
-				}
-				log.Printf("run %d %-12s query buffer: %v", run, system, m)
-				out = append(out, sample{system, "querybuf", 0, run, m})
+			if err := m.system(system, run); err != nil {
+				return nil, err
 			}
 		}
 	}
-	return out, nil
+	return m.out, nil
+}
+
+// measurer runs a plan's workloads and gathers their samples.
+type measurer struct {
+	bins       map[string][]string
+	p          plan
+	profileDir string
+	out        []sample
+}
+
+// system runs each workload of the plan once on system.
+func (m *measurer) system(system string, run int) error {
+	p := m.p
+	for _, rate := range p.rates {
+		if _, err := m.handoff(system, run, rate, p.duration, "handoff"); err != nil {
+			return err
+		}
+	}
+	for _, rate := range p.sweep {
+		got, err := m.handoff(system, run, rate, p.sweepDur, "sweep")
+		if err != nil {
+			return err
+		}
+		if got["keeps_up"] == 0 {
+			break
+		}
+	}
+	for _, rate := range p.timeouts {
+		if err := m.once(system, run, "timeouts", rate, func(s *server) (map[string]float64, error) {
+			return runTimeouts(s, rate, p.duration, p.consumers, p.producers)
+		}); err != nil {
+			return err
+		}
+	}
+	if p.requests > 0 {
+		if err := m.once(system, run, "benchmark", 0, func(s *server) (map[string]float64, error) {
+			return runBenchmark(s, p.requests)
+		}); err != nil {
+			return err
+		}
+	}
+	if p.queryBuf {
+		return m.once(system, run, "querybuf", 0, runQueryBuffer)
+	}
+	return nil
+}
+
+// handoff runs the hand-off at rate for d on a server of its own.
+func (m *measurer) handoff(system string, run, rate int, d time.Duration, workload string) (map[string]float64, error) {
+	got, err := once(system, m.bins[system], profile(m.profileDir, system, workload+"-"+strconv.Itoa(rate), run), func(s *server) (map[string]float64, error) {
+		return runHandoff(s, handoffConfig{rate: rate, duration: d, consumers: m.p.consumers, producers: m.p.producers})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s at %d/s: %w", system, workload, rate, err)
+	}
+	log.Printf("run %d %-12s %-7s %6d/s: p50 %.3f p99 %.3f ms, CPU %.2f us/element, popped %.0f/s, kept up %v, lost %v, twice %v",
+		run, system, workload, rate, got["lat_p50_ms"], got["lat_p99_ms"], got["cpu_us_per_element"], got["popped_per_s"], got["keeps_up"], got["lost"], got["twice"])
+	m.out = append(m.out, sample{system, workload, rate, run, got})
+	return got, nil
+}
+
+// once runs another workload on a server of its own and logs its metrics.
+func (m *measurer) once(system string, run int, workload string, rate int, f func(*server) (map[string]float64, error)) error {
+	name := workload
+	if rate > 0 {
+		name += "-" + strconv.Itoa(rate)
+	}
+	got, err := once(system, m.bins[system], profile(m.profileDir, system, name, run), f)
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", system, name, err)
+	}
+	log.Printf("run %d %-12s %s: %v", run, system, name, got)
+	m.out = append(m.out, sample{system, workload, rate, run, got})
+	return nil
 }
 
 // highestKeptUp is, per run of system, the highest fixed rate kept up,
@@ -340,20 +362,6 @@ func medians(samples []sample, system, workload string, rate int) map[string]flo
 	return m
 }
 
-// metricNamed is the metric behind each row's name, for the baseline's column.
-var metricNamed = map[string]string{
-	"push-to-pop p50 (ms)": "lat_p50_ms", "push-to-pop p99 (ms)": "lat_p99_ms", "push-to-pop p99.9 (ms)": "lat_p999_ms",
-	"server CPU per element (us)": "cpu_us_per_element", "popped per second": "popped_per_s", "kept up (runs: median)": "keeps_up",
-	"lost (median)": "lost", "popped twice (median)": "twice",
-	"timeout lateness p50 (ms)": "late_p50_ms", "timeout lateness p99 (ms)": "late_p99_ms", "timeout lateness p99.9 (ms)": "late_p999_ms",
-	"hand-off push-to-pop p99 (ms)": "handoff_lat_p99_ms",
-	"highest rate kept up (/s)":     "highest_kept_up",
-	"lpush":                         "lpush_rps", "rpop": "rpop_rps", "lrange_100": "lrange_100_rps", "server CPU per request (us)": "cpu_us_per_request",
-	"RSS before (MB)": "base_rss_mb", "peak RSS (MB)": "peak_rss_mb", "sent before the server closed (MB)": "sent_mb",
-	"closed by the server (runs: median)": "closed", "another client's PINGs answered": "pings_answered",
-	"another client's PINGs failed": "ping_failures", "its slowest PING (ms)": "ping_max_ms",
-}
-
 // ratesOf is the rates workload was measured at, ascending.
 func ratesOf(samples []sample, workload string) []int {
 	var rs []int
@@ -386,94 +394,113 @@ func rateName(rate int) string {
 // report prints the medians of each system and the example's ratio to
 // redis-server (and to the baseline, if one was measured).
 func report(w io.Writer, samples []sample) {
-	base := slices.ContainsFunc(samples, func(s sample) bool { return s.System == "baseline" })
-	if base {
+	t := &table{w: w, samples: samples, base: slices.ContainsFunc(samples, func(s sample) bool { return s.System == "baseline" })}
+	if t.base {
 		fmt.Fprintln(w, "(medians of runs)                 examples/redis   redis-server   ratio       baseline   ratio")
 	} else {
 		fmt.Fprintln(w, "(medians of runs)                 examples/redis   redis-server   ratio")
 	}
-	var c map[string]float64 // the baseline's medians of the section under way
-	row := func(name string, a, b float64, format string) {
-		ratio := func(x, y float64) string {
-			if y == 0 {
-				return "-"
-			}
-			return fmt.Sprintf("%.2fx", x/y)
-		}
-		fmt.Fprintf(w, "  %-31s %14s %14s %7s", name, fmt.Sprintf(format, a), fmt.Sprintf(format, b), ratio(a, b))
-		if base {
-			v := c[metricNamed[name]]
-			fmt.Fprintf(w, " %14s %7s", fmt.Sprintf(format, v), ratio(a, v))
-		}
-		fmt.Fprintln(w)
-	}
 	fmt.Fprintln(w, "hand-off")
 	for _, rate := range rateList(samples) {
-		p, r := medians(samples, "purgatory", "handoff", rate), medians(samples, "redis-server", "handoff", rate)
-		c = medians(samples, "baseline", "handoff", rate)
 		if rate == 0 {
-			fmt.Fprintf(w, " %s (at most one element in flight per consumer)\n", rateName(rate))
+			t.section("handoff", rate, " %s (at most one element in flight per consumer)", rateName(rate))
 		} else {
-			fmt.Fprintf(w, " %s\n", rateName(rate))
+			t.section("handoff", rate, " %s", rateName(rate))
 		}
-		row("push-to-pop p50 (ms)", p["lat_p50_ms"], r["lat_p50_ms"], "%.3f")
-		row("push-to-pop p99 (ms)", p["lat_p99_ms"], r["lat_p99_ms"], "%.3f")
-		row("push-to-pop p99.9 (ms)", p["lat_p999_ms"], r["lat_p999_ms"], "%.3f")
-		row("server CPU per element (us)", p["cpu_us_per_element"], r["cpu_us_per_element"], "%.2f")
-		row("popped per second", p["popped_per_s"], r["popped_per_s"], "%.0f")
-		row("kept up (runs: median)", p["keeps_up"], r["keeps_up"], "%.0f")
-		row("lost (median)", p["lost"], r["lost"], "%.0f")
-		row("popped twice (median)", p["twice"], r["twice"], "%.0f")
+		t.row("push-to-pop p50 (ms)", "lat_p50_ms", "%.3f")
+		t.row("push-to-pop p99 (ms)", "lat_p99_ms", "%.3f")
+		t.row("push-to-pop p99.9 (ms)", "lat_p999_ms", "%.3f")
+		t.row("server CPU per element (us)", "cpu_us_per_element", "%.2f")
+		t.row("popped per second", "popped_per_s", "%.0f")
+		t.row("kept up (runs: median)", "keeps_up", "%.0f")
+		t.row("lost (median)", "lost", "%.0f")
+		t.row("popped twice (median)", "twice", "%.0f")
 	}
-	for _, rate := range ratesOf(samples, "timeouts") {
-		p, r := medians(samples, "purgatory", "timeouts", rate), medians(samples, "redis-server", "timeouts", rate)
-		c = medians(samples, "baseline", "timeouts", rate)
-		if rate == 0 {
-			fmt.Fprintf(w, "BLPOP timeouts (%d clients, %d ms), alone\n", timeoutClients, timeoutMs)
-		} else {
-			fmt.Fprintf(w, "BLPOP timeouts (%d clients, %d ms), beside the hand-off at %d/s\n", timeoutClients, timeoutMs, rate)
-		}
-		row("timeout lateness p50 (ms)", p["late_p50_ms"], r["late_p50_ms"], "%.3f")
-		row("timeout lateness p99 (ms)", p["late_p99_ms"], r["late_p99_ms"], "%.3f")
-		row("timeout lateness p99.9 (ms)", p["late_p999_ms"], r["late_p999_ms"], "%.3f")
-		if rate > 0 {
-			row("hand-off push-to-pop p99 (ms)", p["handoff_lat_p99_ms"], r["handoff_lat_p99_ms"], "%.3f")
-		}
-	}
-	c = nil
-	swept := slices.ContainsFunc(samples, func(s sample) bool { return s.Workload == "sweep" })
-	if hp, _ := highestKeptUp(samples, "purgatory"); swept && hp > 0 {
+	reportTimeouts(t)
+	if hp, _ := highestKeptUp(samples, "purgatory"); hp > 0 && slices.ContainsFunc(samples, func(s sample) bool { return s.Workload == "sweep" }) {
 		hr, _ := highestKeptUp(samples, "redis-server")
 		hb, _ := highestKeptUp(samples, "baseline")
-		c = map[string]float64{"highest_kept_up": hb}
 		fmt.Fprintln(w, "sweep (fixed rates, rising, until one is not kept up)")
-		row("highest rate kept up (/s)", hp, hr, "%.0f")
+		t.p, t.r, t.c = map[string]float64{"kept": hp}, map[string]float64{"kept": hr}, map[string]float64{"kept": hb}
+		t.row("highest rate kept up (/s)", "kept", "%.0f")
 	}
-	p, r := medians(samples, "purgatory", "benchmark", 0), medians(samples, "redis-server", "benchmark", 0)
-	c = medians(samples, "baseline", "benchmark", 0)
-	if len(p) > 0 {
-		fmt.Fprintln(w, "redis-benchmark -P 16 -c 50 (requests per second)")
-		for _, t := range []string{"lpush", "rpop", "lrange_100"} {
-			row(t, p[t+"_rps"], r[t+"_rps"], "%.0f")
+	if t.section("benchmark", 0, "redis-benchmark -P 16 -c 50 (requests per second)") {
+		for _, name := range []string{"lpush", "rpop", "lrange_100"} {
+			t.row(name, name+"_rps", "%.0f")
 		}
-		row("server CPU per request (us)", p["cpu_us_per_request"], r["cpu_us_per_request"], "%.3f")
+		t.row("server CPU per request (us)", "cpu_us_per_request", "%.3f")
 	}
-	p, r = medians(samples, "purgatory", "querybuf", 0), medians(samples, "redis-server", "querybuf", 0)
-	c = medians(samples, "baseline", "querybuf", 0)
-	if len(p) > 0 {
-		fmt.Fprintln(w, "a client filling its query buffer (three 512 MB bulks; the limit is 1 GiB)")
-		row("RSS before (MB)", p["base_rss_mb"], r["base_rss_mb"], "%.0f")
-		row("peak RSS (MB)", p["peak_rss_mb"], r["peak_rss_mb"], "%.0f")
-		row("sent before the server closed (MB)", p["sent_mb"], r["sent_mb"], "%.0f")
-		row("closed by the server (runs: median)", p["closed"], r["closed"], "%.0f")
-		row("another client's PINGs answered", p["pings_answered"], r["pings_answered"], "%.0f")
-		row("another client's PINGs failed", p["ping_failures"], r["ping_failures"], "%.0f")
-		row("its slowest PING (ms)", p["ping_max_ms"], r["ping_max_ms"], "%.1f")
-	}
+	reportQueryBuffer(t)
 	var lost, twice float64
 	for _, s := range samples {
 		lost += s.Metrics["lost"]
 		twice += s.Metrics["twice"]
 	}
 	fmt.Fprintf(w, "all runs: %.0f lost, %.0f popped twice\n", lost, twice)
+}
+
+func reportTimeouts(t *table) {
+	for _, rate := range ratesOf(t.samples, "timeouts") {
+		if rate == 0 {
+			t.section("timeouts", rate, "BLPOP timeouts (%d clients, %d ms), alone", timeoutClients, timeoutMs)
+		} else {
+			t.section("timeouts", rate, "BLPOP timeouts (%d clients, %d ms), beside the hand-off at %d/s", timeoutClients, timeoutMs, rate)
+		}
+		t.row("timeout lateness p50 (ms)", "late_p50_ms", "%.3f")
+		t.row("timeout lateness p99 (ms)", "late_p99_ms", "%.3f")
+		t.row("timeout lateness p99.9 (ms)", "late_p999_ms", "%.3f")
+		if rate > 0 {
+			t.row("hand-off push-to-pop p99 (ms)", "handoff_lat_p99_ms", "%.3f")
+		}
+	}
+}
+
+func reportQueryBuffer(t *table) {
+	if !t.section("querybuf", 0, "a client filling its query buffer (three 512 MB bulks; the limit is 1 GiB)") {
+		return
+	}
+	t.row("RSS before (MB)", "base_rss_mb", "%.0f")
+	t.row("peak RSS (MB)", "peak_rss_mb", "%.0f")
+	t.row("sent before the server closed (MB)", "sent_mb", "%.0f")
+	t.row("closed by the server (runs: median)", "closed", "%.0f")
+	t.row("another client's PINGs answered", "pings_answered", "%.0f")
+	t.row("another client's PINGs failed", "ping_failures", "%.0f")
+	t.row("its slowest PING (ms)", "ping_max_ms", "%.1f")
+}
+
+// table prints report's rows: a section's medians for each system.
+type table struct {
+	w       io.Writer
+	samples []sample
+	base    bool               // a baseline was measured: its column too
+	p, r, c map[string]float64 // the section's medians: the example's, redis-server's, the baseline's
+}
+
+// section prints a section's title and takes its medians; it reports
+// whether the example has any.
+func (t *table) section(workload string, rate int, title string, args ...any) bool {
+	t.p, t.r = medians(t.samples, "purgatory", workload, rate), medians(t.samples, "redis-server", workload, rate)
+	t.c = medians(t.samples, "baseline", workload, rate)
+	if len(t.p) == 0 {
+		return false
+	}
+	fmt.Fprintf(t.w, title+"\n", args...)
+	return true
+}
+
+// row prints metric's medians and the example's ratios.
+func (t *table) row(name, metric, format string) {
+	ratio := func(x, y float64) string {
+		if y == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2fx", x/y)
+	}
+	a, b := t.p[metric], t.r[metric]
+	fmt.Fprintf(t.w, "  %-31s %14s %14s %7s", name, fmt.Sprintf(format, a), fmt.Sprintf(format, b), ratio(a, b))
+	if t.base {
+		v := t.c[metric]
+		fmt.Fprintf(t.w, " %14s %7s", fmt.Sprintf(format, v), ratio(a, v))
+	}
+	fmt.Fprintln(t.w)
 }
