@@ -44,10 +44,9 @@ type blockedOp struct {
 
 	unblockErr bool // CLIENT UNBLOCK ... ERROR, set before its ForceComplete
 
-	answered bool          // the try that served it answered it (server.served)
-	over     atomic.Bool   // OnComplete has run: the wait has ended
-	done     chan struct{} // OnComplete's token, for wait; one per use, drained at the next
-	settleFn func()        // settles it on the loop: bound once, for OnComplete
+	answered bool        // the try that served it answered it (server.served)
+	over     atomic.Bool // OnComplete has run: the wait has ended
+	settleFn func()      // settles it on the loop: bound once, for OnComplete
 
 	free atomic.Bool // the purgatory is done with its last use (Recycle): c may use it again
 }
@@ -117,7 +116,6 @@ func (s *server) served(b *blockedOp) {
 func (b *blockedOp) OnComplete() {
 	answered := b.answered // the try that set it ran before: the purgatory orders them
 	b.over.Store(true)
-	b.done <- struct{}{} // never blocks: one a use, in a buffer of one
 	if !answered {
 		b.c.srv.loop.run(b.settleFn) // false only once the loop has stopped: nobody is left to answer
 	}
@@ -125,14 +123,6 @@ func (b *blockedOp) OnComplete() {
 
 // ended reports whether the wait has ended (OnComplete has run).
 func (b *blockedOp) ended() bool { return b.over.Load() }
-
-// wait waits for the wait to end. Off the loop only (shutdown): tries run on
-// the loop.
-func (b *blockedOp) wait() {
-	if !b.over.Load() {
-		<-b.done
-	}
-}
 
 func (b *blockedOp) OnExpiration() {}
 
@@ -147,17 +137,13 @@ func (b *blockedOp) Recycle() { b.free.Store(true) }
 func (c *client) waitOp(kind blockKind, left bool) *blockedOp {
 	b := c.lastOp
 	if b == nil || !b.free.Load() {
-		b = &blockedOp{done: make(chan struct{}, 1)}
+		b = &blockedOp{}
 		b.settleFn = func() {
 			c.srv.settle(b)
 			c.srv.flushAll()
 		}
 		b.free.Store(true)
 		c.lastOp = b
-	}
-	select {
-	case <-b.done: // the last use's token, which nobody waited for
-	default:
 	}
 	b.over.Store(false)
 	b.kind, b.keys, b.left = kind, b.keys[:0], left

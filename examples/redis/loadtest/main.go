@@ -101,8 +101,8 @@ func main() {
 	}
 	if *check {
 		for _, s := range res.Samples {
-			if s.Metrics["lost"] != 0 || s.Metrics["twice"] != 0 {
-				log.Fatalf("%s %s at %d/s run %d: %v lost, %v popped twice", s.System, s.Workload, s.Rate, s.Run, s.Metrics["lost"], s.Metrics["twice"])
+			if lost, twice := lostAndTwice(s); lost != 0 || twice != 0 {
+				log.Fatalf("%s %s at %d/s run %d: %v lost, %v popped twice", s.System, s.Workload, s.Rate, s.Run, lost, twice)
 			}
 		}
 	}
@@ -362,6 +362,12 @@ func medians(samples []sample, system, workload string, rate int) map[string]flo
 	return m
 }
 
+// lostAndTwice is what a sample lost and popped twice: its hand-off's, run
+// alone or beside the timeout workload.
+func lostAndTwice(s sample) (lost, twice float64) {
+	return s.Metrics["lost"] + s.Metrics["handoff_lost"], s.Metrics["twice"] + s.Metrics["handoff_twice"]
+}
+
 // ratesOf is the rates workload was measured at, ascending.
 func ratesOf(samples []sample, workload string) []int {
 	var rs []int
@@ -433,8 +439,8 @@ func report(w io.Writer, samples []sample) {
 	reportQueryBuffer(t)
 	var lost, twice float64
 	for _, s := range samples {
-		lost += s.Metrics["lost"]
-		twice += s.Metrics["twice"]
+		l, t := lostAndTwice(s)
+		lost, twice = lost+l, twice+t
 	}
 	fmt.Fprintf(w, "all runs: %.0f lost, %.0f popped twice\n", lost, twice)
 }
