@@ -335,3 +335,49 @@ func BenchmarkHandOff(b *testing.B) {
 		})
 	}
 }
+
+// reusedRequest is a request that the purgatory hands back (Recycler): one
+// operation reused for every add, as a service with a pool reuses them.
+type reusedRequest struct {
+	request
+	recycled bool
+}
+
+func (r *reusedRequest) Recycle() { r.recycled = true }
+
+// BenchmarkWatchCompleteReused is the add+complete of W8 and issue 49's
+// ledger at one goroutine: one reused operation added on key 0 and
+// completed by a check of it, with 100,000 others pending on 1 h timeouts
+// under 1,000 other keys; timed with a 5 s timeout (W8 draws U[1 s, 10 s)), and untimed
+// (NoTimeout), so that the difference is the timer's part.
+func BenchmarkWatchCompleteReused(b *testing.B) {
+	for _, timeout := range []time.Duration{5 * time.Second, purgatory.NoTimeout} {
+		name := "timeout=5s"
+		if timeout == purgatory.NoTimeout {
+			name = "timeout=none"
+		}
+		b.Run(name, func(b *testing.B) {
+			p, err := purgatory.New[int]("bench")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close()
+			ended := func(*request, bool) {}
+			for i := range 100_000 {
+				lib{p}.add(&request{ended: ended}, 1+i%1000, time.Hour)
+			}
+			r := &reusedRequest{request: request{ended: ended}}
+			b.ReportAllocs()
+			for b.Loop() {
+				r.ready.Store(false)
+				r.recycled = false
+				r.Timeout = timeout
+				p.TryCompleteElseWatch(r, 0)
+				r.ready.Store(true)
+				if p.CheckAndComplete(0) != 1 || !r.recycled {
+					b.Fatal("the request did not complete, or was not recycled")
+				}
+			}
+		})
+	}
+}

@@ -18,9 +18,10 @@ import (
 // section, a load, a try, the callbacks) are modelled here, each named after
 // the function it mirrors. A step is atomic where the code's is: one
 // compare-and-swap loop's winning iteration, one load, or one critical
-// section whose only shared access is under its mutex (Op.book's are single
-// steps; the shard mutex is held across queueRelay's two, so it is a lock of
-// the model's own). The model's waits are steps not enabled, so a step that
+// section whose only shared access is under its mutex (the shard mutex is
+// held across queueRelay's two, so it is a lock of the model's own), or a
+// read of fields that nothing writes meanwhile (detach's, relay's of
+// Op.first: the model checks who wrote them). The model's waits are steps not enabled, so a step that
 // changes nothing is a fault of the model, and fails.
 //
 // Modelled (one operation, its uses 0 and 1, under key A, or A and B, when
@@ -144,8 +145,8 @@ type world struct {
 	nlists  uint8        // lists made
 	cur     [2]int8      // the list the shard's map holds for each key, or -1
 	keys    uint8        // how many keys the operations watch: 1 (solo) or 2
-	first   int8         // Op.first: the list watched, until detach; -1 for none
-	firstBy gen          // the use whose watch wrote Op.first last
+	first   int8         // Op.first: the list watched, until the next use's bind; -1 for none
+	firstBy gen          // the use whose bind or watch wrote Op.first last
 	closed  bool         // Purgatory.closed
 	shardMu uint8        // the path holding the shard's mutex, or noPath
 	timer   uint8
@@ -156,7 +157,7 @@ type world struct {
 	panics  bool // a try may panic too (a third answer)
 	leveled bool // the add watches at level 1 (TryCompleteElseWatchAt)
 	ctx     uint8
-	stopCtx bool   // Op.stopCtx: set under book by watchContext, taken by detach
+	stopCtx bool   // Op.stopCtx: set by watchContext, taken by detach
 	pkUse   uint64 // parking.use: the parked use's generation + 1, or 0
 	pkEnded uint8  // tokens in parking.ended (a buffer of one)
 	fault   walkFault
@@ -198,7 +199,12 @@ const (
 	goneTakesRelayed            // the walk takes relayed uses after it let go though another walk holds the list (the code before the checker)
 	leaveWithoutClaim           // a parked waiter leaves without taking its use back from complete (pk.leave's compare-and-swap)
 	relayWithoutPin             // a claim that relays a solo use pins nothing (the code before relayBit)
+	detachClearsFirst           // detach clears Op.first with no lock, as it did under Op.book before that lock went (issue 49's cut)
 )
+
+// detachWrote is world.firstBy once detach has cleared Op.first (fault
+// detachClearsFirst): no use's own.
+const detachWrote = ^gen(0)
 
 // violation is a check the model failed.
 type violation string
@@ -475,6 +481,7 @@ func (w *world) add(i int, p *path, answer int) {
 		}
 		w.setState(next)
 		p.g, p.pc = genOf(next), 9
+		w.first, w.firstBy = -1, p.g // bind clears Op.first, which the last use's detach left
 		if p.kind == pPark {
 			w.pkUse = uint64(p.g) + 1 // parked(g), the try bit held
 		}
@@ -522,7 +529,7 @@ func (w *world) add(i int, p *path, answer int) {
 		if p.ok {
 			p.pc = 5
 		}
-	case 2: // watch (shards.watchAt) of the next key, under the shard's mutex (no Op.book: mustHoldTry, and the relay's pin)
+	case 2: // watch (shards.watchAt) of the next key, under the shard's mutex (Op.first written with no lock: mustHoldTry, and the relay's pin)
 		w.mustHoldTry(p.g, "watch")
 		k := p.linked
 		if !pending(w.state) { // decided: eachDistinct stops
@@ -650,9 +657,23 @@ func (w *world) park(p *path, answer int) {
 	}
 }
 
-// mustHoldTry checks the premise of watch and arm's attaching without
-// Op.book: TryCompleteElseWatch holds use g's try bit, so the use cannot
-// end, and detach, which follows an end, cannot run meanwhile.
+// detachFirst is fault detachClearsFirst's detach of use g writing Op.first,
+// which a relay of g may be reading: nothing orders the two, so a relay
+// about to read it fails here, and one that reads it later fails at its
+// read (pcRelay).
+func (w *world) detachFirst(g gen) {
+	for i := range w.np {
+		if q := &w.paths[i]; q.pc == pcRelay && q.g == g {
+			w.fail("use %d's detach writes Op.first while a relay of it reads it", g)
+		}
+	}
+	w.first, w.firstBy = -1, detachWrote
+}
+
+// mustHoldTry checks the premise of watch and arm's attaching, and of
+// detach's reading, with no lock: TryCompleteElseWatch holds use g's try
+// bit, so the use cannot end, and detach, which follows an end, cannot run
+// meanwhile.
 func (w *world) mustHoldTry(g gen, what string) {
 	if w.state&turnHeld == 0 || genOf(w.state) != g || ended(w.state) {
 		w.fail("%s without the try bit of use %d: state %#x", what, g, w.state)
@@ -841,11 +862,14 @@ func (w *world) takeRelayed(p *path) {
 // subroutine runs a step of complete, applyRelayed or relay.
 func (w *world) subroutine(i int, p *path) {
 	switch p.pc {
-	case pcComplete: // detach, under book
+	case pcComplete: // detach: no lock (watch and watchContext wrote before the end; Op.first is left for a relay, bind clears it)
 		if genOf(w.state) != p.g || !ended(w.state) {
 			w.fail("use %d completed while the state is %#x", p.g, w.state)
 		}
-		p.armedAt, p.unpin, w.first = w.state&armedBit != 0, 0, -1
+		p.armedAt, p.unpin = w.state&armedBit != 0, 0
+		if w.fault == detachClearsFirst {
+			w.detachFirst(p.g)
+		}
 		p.ctxStop, w.stopCtx = w.stopCtx, false
 		p.pc++
 	case pcComplete + 1: // detach: timer.Stop, then stopCtx()
@@ -896,14 +920,14 @@ func (w *world) subroutine(i int, p *path) {
 		if out != Pending {
 			p.g, p.out, p.retC, p.pc = g, out, pcApplyAll, pcComplete
 		}
-	case pcRelay: // o.first, under book
+	case pcRelay: // o.first, with no lock
 		p.pc = pcRelay + 5
-		if w.first >= 0 && w.firstBy != p.g {
-			// watch wrote Op.first for a later use (without Op.book), and
-			// this relay of an earlier use reads it: nothing orders the two
-			// (a data race; first is an interface, two words). The relay's
-			// pin keeps its use from being over, so from being added again.
-			w.fail("a relay of use %d reads Op.first, which use %d's watch wrote", p.g, w.firstBy)
+		if w.firstBy != p.g {
+			// A later use's bind or watch wrote Op.first, and this relay
+			// of an earlier use reads it: nothing orders the two (a data
+			// race; first is an interface, two words). The relay's pin
+			// keeps its use from being over, so from being added again.
+			w.fail("a relay of use %d reads Op.first, which use %d's bind or watch wrote", p.g, w.firstBy)
 		}
 		if w.first >= 0 {
 			p.list, p.pc = w.first, pcRelay+1
@@ -1230,6 +1254,7 @@ func TestCheckerCatchesFaults(t *testing.T) {
 		{"a walk gone takes the next one's relayed uses", nil, goneTakesRelayed},
 		{"a parked waiter leaves without taking its use back", nil, leaveWithoutClaim},
 		{"a relay without its pin: a late relay of the last use races the next use's watch", nil, relayWithoutPin},
+		{"detach clears Op.first with no lock: a relay of the same use reads it", nil, detachClearsFirst},
 		{"a panicking try drops the outcome left for it", func(m *movesTable) {
 			m.abandon = func(s int64, withdraw bool) (int64, settled) {
 				if withdraw {

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/purgatory-go/purgatory/internal/procid"
 	"github.com/purgatory-go/purgatory/timingwheel"
 )
 
@@ -110,13 +111,15 @@ type Operation interface {
 // detach, which the winner of the outcome runs after setting it, follows an
 // end: so detach never runs while they attach, and finds all they attached
 // (the settle that lets go of the try bit comes after, in the state word, and
-// every end after that). detach reads the use's places and context stop under
-// Op.book and clears them for the next use. relay reads the first place under
-// Op.book too, since a relay and a detach may race; a relay of the last use
-// cannot race the next use's watch, for the claim that relays pins the use
-// (relayBit) until the relay has read. The interleaving checker holds both
-// premises (mustHoldTry; a relay's read of Op.first against a later use's
-// watch) and finds the race without the relay's pin (interleave_test.go).
+// every end after that). So detach reads the use's places and context stop
+// with no lock, and clears them for the next use. It leaves the first place,
+// which relay reads too: a relay and the detach of one use may run at once,
+// and both only read it. The next use's bind clears it, and a relay of the
+// last use cannot race that bind or the next use's watch, for the claim that
+// relays pins the use (relayBit) until the relay has read. The interleaving
+// checker holds both premises (mustHoldTry; a relay's read of Op.first
+// against a later use's bind or watch) and finds the race without the
+// relay's pin (interleave_test.go).
 //
 // The flag beside it:
 //
@@ -127,7 +130,7 @@ type Operation interface {
 // Lock order, the one place it is written: the try bit or a key's walk (both
 // turns), then Op.Locker (held only while TryComplete runs), then a shard's
 // mutex (shard.mu, which guards its map and its lists' entries and heaps).
-// Op.book is held alone, briefly, by detach and relay. A wheel shard's mutex
+// A wheel shard's mutex
 // (inside Timer.Reset and Timer.Stop) is taken with no purgatory lock held;
 // bind's InitTimer takes none. No library lock is held while user code runs:
 // turns are flags that nobody waits on (whoever finds one taken asks its
@@ -185,13 +188,15 @@ type Op struct {
 	timer timingwheel.Timer
 
 	// Set by watch and watchContext while TryCompleteElseWatch holds the
-	// try bit; read and cleared under book (never held while user code
-	// runs) by the use's detach, so each use starts with none; first read
-	// under book by relay too.
-	book    sync.Mutex
+	// try bit, read with no lock by the use's detach, which follows the
+	// use's end, so nothing writes them meanwhile (see "Attaching and
+	// detaching"). detach clears places and stopCtx; first, which a relay
+	// of the use may read at the same time, stays until the next use's
+	// bind clears it.
 	first   place       // the first key's watch list: most operations watch one key
 	places  []place     // further keys' watch lists
 	stopCtx func() bool // detaches the use from Context
+	_       [8]byte     // keeps Op at 200 bytes: at 192, state would end a line (see park)
 
 	// park is the operation's parking (park.go), made at its first
 	// TryCompleteElsePark by the goroutine that passes it, before its bind;
@@ -293,10 +298,11 @@ func (o *Op) complete(impl Operation, outcome Outcome) {
 		callbacks(impl, outcome)
 		return
 	}
-	c.counters.record(outcome)
+	p := procid.Hint() // once, for the outcome's count and the watchdog's slot
+	c.counters.recordOn(p, outcome)
 	c.madeRoom()
 	if outcome != Cancelled { // no callback runs
-		if slot := c.dog.track(o); slot != nil {
+		if slot := c.dog.track(o, p); slot != nil {
 			defer slot.Store(nil)
 		}
 	}
@@ -337,14 +343,12 @@ func callbacks(impl Operation, outcome Outcome) {
 // fire, a context callback it stopped before it ran), for the caller to let
 // go of with its own.
 func (o *Op) detach() (c *core, unpin int64) {
-	o.book.Lock()
 	s := o.state.Load() // ended: so nothing attaches after this
 	first, places, stopCtx := o.first, o.places, o.stopCtx
-	o.first, o.places, o.stopCtx = nil, nil, nil
+	o.places, o.stopCtx = nil, nil // first stays for a relay of this use: bind clears it
 	if bound(s) {
 		c = o.core // written before the bind that set boundBit
 	}
-	o.book.Unlock()
 
 	if armed(s) && o.timer.Stop() {
 		unpin |= armedBit // it will not fire
@@ -406,6 +410,7 @@ func (o *Op) bind(impl Operation, c *core, tw *timingwheel.TimingWheel, pin int6
 		tw.InitTimer(&o.timer, (*opTimeout)(o))
 		fallthrough
 	case bindReused:
+		o.first = nil // the last use's (detach leaves it): no relay of that use reads it now, for its pin made the use over only after it read
 		if c.settings.observer != nil {
 			o.start = time.Since(c.settings.epoch)
 		}

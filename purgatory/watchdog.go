@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/purgatory-go/purgatory/internal/cacheline"
-	"github.com/purgatory-go/purgatory/internal/procid"
 	"github.com/purgatory-go/purgatory/internal/recovery"
 	"github.com/purgatory-go/purgatory/internal/stuck"
 )
@@ -59,11 +58,11 @@ func newWatchdog(c *core) *watchdog {
 	return d
 }
 
-// track lists o as running a callback, on its P's slots, and makes sure the
-// watchdog samples. It returns the slot to clear, nil if every slot of the P
-// is taken.
-func (d *watchdog) track(o *Op) *atomic.Pointer[Op] {
-	p := procid.Hint() % len(d.slots)
+// track lists o as running a callback, on the slots of P p (procid.Hint's,
+// the caller's P), and makes sure the watchdog samples. It returns the slot to
+// clear, nil if every slot of the P is taken.
+func (d *watchdog) track(o *Op, p int) *atomic.Pointer[Op] {
+	p %= len(d.slots)
 	var slot *atomic.Pointer[Op]
 	for i := range d.slots[p] {
 		if s := &d.slots[p][i]; s.Load() == nil && s.CompareAndSwap(nil, o) {

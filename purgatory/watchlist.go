@@ -81,9 +81,13 @@ type place interface {
 //     checks the count after it lets go (leave): one of the two sees the
 //     other, so no list is left mostly dead.
 //   - An empty list stays in the map for reuse until the shard's sweep. A
-//     list dropped from the map (sweep, or take) may still be walked; its
-//     operations are in no other list of the key. take zeroes its count, so
-//     what its operations drop afterwards counts for nothing.
+//     list dropped from the map (sweep, or remove) may still be walked; its
+//     operations are in no other list of the key. remove zeroes its count,
+//     so what its operations drop afterwards counts for nothing. It never
+//     holds an entry again: remove empties it, the sweep drops only empty
+//     lists, and entries are added only to the list the map holds (watchAt,
+//     reach), so compaction, which finds entries to remove, works on a list
+//     the map holds, and removed counts it empty without a lookup.
 //   - lv, made by the first watch at a level or Advance of the key, holds
 //     the operations watched at a level the key has not reached (levels.go),
 //     a heap never walked in place; reach moves those whose level is
@@ -370,7 +374,7 @@ func (l *watchList[K]) removed(n int) {
 	}
 	l.count.Add(-int64(n) * (oneEntry + 1))
 	sh := l.shard
-	if l.vacant() && sh.lists[l.key] == l {
+	if l.vacant() { // the map holds it: a list out of the map holds no entries (see the invariants)
 		sh.empty++
 		if sh.empty > minEmpty && 2*sh.empty > len(sh.lists) {
 			sh.sweep()
