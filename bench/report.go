@@ -171,26 +171,27 @@ var headline = map[string][]struct {
 }
 
 var descriptions = map[string]string{
-	"W1":      "schedule callbacks with delays U[1 ms, 1000 ms) from one goroutine and wait for all",
-	"W2":      "park timers at 30 min, then schedule a timer at 30 s and stop it, from one goroutine",
-	"W2p":     "W2 with the pairs split across GOMAXPROCS goroutines at once",
-	"W3":      "park timers at 30 min, then measure process CPU while idle",
-	"W4":      "timers with delays U[10 ms, 2000 ms): how late each callback ran (negative: early)",
-	"W5":      "purgatory: requests on 1 of 1,000 keys with a 1 s timeout; 80 % get a completion event at U[0, 2 s)",
-	"W2sweep": "W2's ns per pair against the number of parked timers",
-	"W5sweep": "W5 at rising request rates in 25,000/s steps, 5 s each; a system stops after the first rate at which a run could not keep up (completion lag p50 under 10 ms and the completed share within 1 point of 40 %)",
-	"W5keys":  "W5 at 100,000 requests/s for 5 s over 100 to 100,000 keys: 800 to 0.8 operations pending per key",
-	"W7":      "scaling: G goroutines each loop one operation for 1.5 s with 100,000 timers (or operations) parked first: an add+stop pair on a timer (wheel: AfterFunc+Stop; owned: Reset+Stop of a Timer in a record of the goroutine's own; stdlib: time.AfterFunc+Stop), or an operation added to a purgatory and completed by a check of its key (on a key of the goroutine's own; -shared: on 16 keys that every goroutine shares in turn)",
-	"W6":      "threshold: requests arrive at 100,000/s for 10 s, each on a key drawn from K, and wait until the key's level reaches the level at their arrival plus a need drawn from U[1, 2.5 × what a key gains per second]; timeout 1 s; 100,000 level moves/s (100 per 1 ms slot), each raising a random key's level by U[1, 1999], until 1 s after the last arrival. purgatory-level watches at levels and calls Advance per move; purgatory and naive try every watcher of the key per move; naive-heap is naive with a min-heap of targets per key. One goroutine makes the moves and calls the system for each, so a system that falls behind delays the levels too. Expected % is what an ideal system completes given the moves as made (its key reached its target within its timeout); lag counts from the due time of the move that reached a request's target",
-	"soak":    "a steady purgatory load (W5's, on 1,000 keys) for a long run: after the warm-up, the live heap after a garbage collection and the goroutines are read at fixed intervals, and a least-squares line through them gives how fast each grows; the soak fails past the bounds in soak.go (bench/README.md)",
-	"W8":      "add+complete, the loop a broker runs most: G goroutines each loop for 2 s adding an operation that cannot complete yet on a key of their own, with a timeout drawn from U[1 s, 10 s), then marking it ready and checking its key, which completes it; 100,000 operations parked first on 1 h timeouts under 1,000 other keys. purgatory: a new operation per request; purgatory-reused: operations from a sync.Pool, put back in Recycle; lean: the leanest hand-written version (one mutex, a map of watch lists, a time.AfterFunc per operation whose callback only marks it ended; a check ends the ready ones under the lock and compacts the list); lean-pooled: lean with a sync.Pool of operations, each Resetting one time.Timer; naive: W5's. Own allocations and bytes leave out the caller's one operation; the collector's share is of all the process's CPU (runtime/metrics), its mark assists and idle marking apart",
-	"W6sweep": "W6 over 1,000 keys at rising request rates, 5 s each; a system stops after the first rate at which a run could not keep up (lag p50 under 10 ms and the completed share within 1 point of the expected share)",
-	"W9":      "hand-off: one key; W receivers, each a goroutine that waits for an item with a 30 s timeout (a timer armed and stopped per wait), takes one, and waits again at once; a producer pushes 100,000 items/s for 10 s. purgatory: the receivers' TryComplete takes the item, operations reused (Recycler), HandOff after each push; purgatory-check: the same with CheckAndComplete, which tries every receiver per push (2 s of pushing at 100,000 receivers); lean-pooled: one mutex, a FIFO list of waiters each with a channel and one reused time.Timer; lean: the same with a new waiter and a time.AfterFunc per wait. CPU is the process's per item delivered; push-to-receive counts from when an item was due to be pushed to when its receiver had it; lost is what was neither delivered nor left queued; an expiry counts against the system when an item had been queued for over 1 ms at the wait's deadline",
-	"W10":     "a pool of 10 connections under stress (issue 51): 64 goroutines acquire with timeouts of U[50 µs, 500 µs], hold for U[0, 100 µs] and release, for 10 s. purgatory: docs/api.md's pool recipe, parked (TryCompleteElsePark under the pool's mutex, Parked.Wait after it; Release pushes and hands off under it), operations reused; purgatory-wheel: the same with its timeouts on the wheel (TryCompleteElseWatch, OnComplete answering on a channel), as before the parked form; channel: a buffered channel of the connections, a select with the goroutine's own time.Timer; semaphore: golang.org/x/sync/semaphore's Weighted with a context.WithTimeout per wait. Lateness is how long after its timeout a timed-out acquire returned; acquire wait counts acquires that got a connection; an overtake is an acquire that got a connection before one that began earlier and got one later",
-	"W10acq":  "W10's pools, acquire+release with 30 s timeouts and 10 µs holds, for 5 s, by 64 goroutines (contended) and by 1 (uncontended): CPU is the process's per acquire+release. A hold is a time.Sleep, whose wake-up comes later than asked (about 1 ms on a Linux machine whose timers have millisecond granularity), the same for every pool: it keeps the hold's own CPU out of the pool's",
-	"W9sweep": "W9 with 1,000 receivers at rising rates, 5 s each; a system stops after the first rate at which a run could not keep up (push-to-receive p50 under 10 ms, and every item delivered within 1 s of the last push)",
-	"W9race":  "W9 with 64 receivers whose timeouts, U[50 µs, 250 µs], race 200,000 pushes at 200,000/s: most waits are short and many expire as items arrive",
-	"W5over":  "W5 for 5 s at 325,000 and 450,000 requests/s, about 1.5 and 2 times the highest rate naive keeps up with (overload for both); purgatory-shed is the purgatory with WithMaxDelayed(150,000), which answers what it cannot park at once (Shed); purgatory-admit has WithMaxDelayed(100,000) and waits in Admit before each add until there is room (backpressure), counting the wait against the request's timeout. Arrivals run in an open loop: the generator queues each request on time and never waits for the system, a goroutine hands them to the system as fast as it takes them, and a request's timeout and event count from when it was due. Goodput is requests completed by that deadline per second offered; intake late is how long after they were due the system took them (sampled); arrivals late is how late the generator itself ran",
+	"W1":       "schedule callbacks with delays U[1 ms, 1000 ms) from one goroutine and wait for all",
+	"W2":       "park timers at 30 min, then schedule a timer at 30 s and stop it, from one goroutine",
+	"W2p":      "W2 with the pairs split across GOMAXPROCS goroutines at once",
+	"W3":       "park timers at 30 min, then measure process CPU while idle",
+	"W4":       "timers with delays U[10 ms, 2000 ms): how late each callback ran (negative: early)",
+	"W5":       "purgatory: requests on 1 of 1,000 keys with a 1 s timeout; 80 % get a completion event at U[0, 2 s)",
+	"W2sweep":  "W2's ns per pair against the number of parked timers",
+	"W5sweep":  "W5 at rising request rates in 25,000/s steps, 5 s each; a system stops after the first rate at which a run could not keep up (completion lag p50 under 10 ms and the completed share within 1 point of 40 %)",
+	"W5keys":   "W5 at 100,000 requests/s for 5 s over 100 to 100,000 keys: 800 to 0.8 operations pending per key",
+	"W7":       "scaling: G goroutines each loop one operation for 1.5 s with 100,000 timers (or operations) parked first: an add+stop pair on a timer (wheel: AfterFunc+Stop; owned: Reset+Stop of a Timer in a record of the goroutine's own; stdlib: time.AfterFunc+Stop), or an operation added to a purgatory and completed by a check of its key (on a key of the goroutine's own; -shared: on 16 keys that every goroutine shares in turn)",
+	"W6":       "threshold: requests arrive at 100,000/s for 10 s, each on a key drawn from K, and wait until the key's level reaches the level at their arrival plus a need drawn from U[1, 2.5 × what a key gains per second]; timeout 1 s; 100,000 level moves/s (100 per 1 ms slot), each raising a random key's level by U[1, 1999], until 1 s after the last arrival. purgatory-level watches at levels and calls Advance per move; purgatory and naive try every watcher of the key per move; naive-heap is naive with a min-heap of targets per key. One goroutine makes the moves and calls the system for each, so a system that falls behind delays the levels too. Expected % is what an ideal system completes given the moves as made (its key reached its target within its timeout); lag counts from the due time of the move that reached a request's target",
+	"soak":     "a steady purgatory load (W5's, on 1,000 keys) for a long run: after the warm-up, the live heap after a garbage collection and the goroutines are read at fixed intervals, and a least-squares line through them gives how fast each grows; the soak fails past the bounds in soak.go (bench/README.md)",
+	"W8":       "add+complete, the loop a broker runs most: G goroutines each loop for 2 s adding an operation that cannot complete yet on a key of their own, with a timeout drawn from U[1 s, 10 s), then marking it ready and checking its key, which completes it; 100,000 operations parked first on 1 h timeouts under 1,000 other keys. purgatory: a new operation per request; purgatory-reused: operations from a sync.Pool, put back in Recycle; lean: the leanest hand-written version (one mutex, a map of watch lists, a time.AfterFunc per operation whose callback only marks it ended; a check ends the ready ones under the lock and compacts the list); lean-pooled: lean with a sync.Pool of operations, each Resetting one time.Timer; naive: W5's. Own allocations and bytes leave out the caller's one operation; the collector's share is of all the process's CPU (runtime/metrics), its mark assists and idle marking apart",
+	"W8ledger": "W8's add+complete at G=1, reused operations against pooled lean, taken apart (issue 49's ledger): each line a loop of its own, timed in turn with the others in one process for 9 rounds of 150 ms, its median per process. A step's cost is the difference of two lines: the bookkeeping is the total less the timer. 100,000 operations are parked first on 1 h timeouts under 1,000 other keys, as in W8",
+	"W6sweep":  "W6 over 1,000 keys at rising request rates, 5 s each; a system stops after the first rate at which a run could not keep up (lag p50 under 10 ms and the completed share within 1 point of the expected share)",
+	"W9":       "hand-off: one key; W receivers, each a goroutine that waits for an item with a 30 s timeout (a timer armed and stopped per wait), takes one, and waits again at once; a producer pushes 100,000 items/s for 10 s. purgatory: the receivers' TryComplete takes the item, operations reused (Recycler), HandOff after each push; purgatory-check: the same with CheckAndComplete, which tries every receiver per push (2 s of pushing at 100,000 receivers); lean-pooled: one mutex, a FIFO list of waiters each with a channel and one reused time.Timer; lean: the same with a new waiter and a time.AfterFunc per wait. CPU is the process's per item delivered; push-to-receive counts from when an item was due to be pushed to when its receiver had it; lost is what was neither delivered nor left queued; an expiry counts against the system when an item had been queued for over 1 ms at the wait's deadline",
+	"W10":      "a pool of 10 connections under stress (issue 51): 64 goroutines acquire with timeouts of U[50 µs, 500 µs], hold for U[0, 100 µs] and release, for 10 s. purgatory: docs/api.md's pool recipe, parked (TryCompleteElsePark under the pool's mutex, Parked.Wait after it; Release pushes and hands off under it), operations reused; purgatory-wheel: the same with its timeouts on the wheel (TryCompleteElseWatch, OnComplete answering on a channel), as before the parked form; channel: a buffered channel of the connections, a select with the goroutine's own time.Timer; semaphore: golang.org/x/sync/semaphore's Weighted with a context.WithTimeout per wait. Lateness is how long after its timeout a timed-out acquire returned; acquire wait counts acquires that got a connection; an overtake is an acquire that got a connection before one that began earlier and got one later",
+	"W10acq":   "W10's pools, acquire+release with 30 s timeouts and 10 µs holds, for 5 s, by 64 goroutines (contended) and by 1 (uncontended): CPU is the process's per acquire+release. A hold is a time.Sleep, whose wake-up comes later than asked (about 1 ms on a Linux machine whose timers have millisecond granularity), the same for every pool: it keeps the hold's own CPU out of the pool's",
+	"W9sweep":  "W9 with 1,000 receivers at rising rates, 5 s each; a system stops after the first rate at which a run could not keep up (push-to-receive p50 under 10 ms, and every item delivered within 1 s of the last push)",
+	"W9race":   "W9 with 64 receivers whose timeouts, U[50 µs, 250 µs], race 200,000 pushes at 200,000/s: most waits are short and many expire as items arrive",
+	"W5over":   "W5 for 5 s at 325,000 and 450,000 requests/s, about 1.5 and 2 times the highest rate naive keeps up with (overload for both); purgatory-shed is the purgatory with WithMaxDelayed(150,000), which answers what it cannot park at once (Shed); purgatory-admit has WithMaxDelayed(100,000) and waits in Admit before each add until there is room (backpressure), counting the wait against the request's timeout. Arrivals run in an open loop: the generator queues each request on time and never waits for the system, a goroutine hands them to the system as fast as it takes them, and a request's timeout and event count from when it was due. Goodput is requests completed by that deadline per second offered; intake late is how long after they were due the system took them (sampled); arrivals late is how late the generator itself ran",
 }
 
 func reference(workload string) string {
@@ -205,6 +206,9 @@ func reference(workload string) string {
 	}
 	if workload == "W8" {
 		return "lean"
+	}
+	if workload == "W8ledger" {
+		return "lean-pooled"
 	}
 	if strings.HasPrefix(workload, "W9") {
 		return "lean-pooled"
@@ -245,6 +249,9 @@ func markdown(ms metas, keys []key, res map[key][]result, p params) string {
 		switch w {
 		case "W2sweep":
 			sweepTable(&b, ks, res, "parked timers", "pair_ns", "ns per pair")
+			continue
+		case "W8ledger":
+			ledgerTable(&b, res)
 			continue
 		case "W9":
 			for _, m := range []struct{ metric, title string }{
@@ -436,6 +443,27 @@ func w8Table(b *strings.Builder, res map[key][]result) {
 	for _, s := range w8Systems {
 		fmt.Fprintf(b, "| %s | %s× |\n", s, format(at(1, s, "ns_per_op")/at(2, s, "ns_per_op")))
 	}
+}
+
+// ledgerTable is W8ledger's: each line's ns per loop for the purgatory and
+// pooled lean, and the ratio, then the bookkeeping (total less timer).
+func ledgerTable(b *strings.Builder, res map[key][]result) {
+	at := func(s, line string) float64 {
+		return median(values(res[key{"W8ledger", 0, s}], line+"_ns"))
+	}
+	b.WriteString("| line | purgatory-reused ns | lean-pooled ns | ratio |\n|---|---|---|---|\n")
+	row := func(what string, ours, lean float64) {
+		ratio := format(ours/lean) + "×"
+		if math.IsNaN(lean) {
+			ratio = "–"
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", what, format(ours), format(lean), ratio)
+	}
+	for _, l := range ledgerLines {
+		row(l.what, at("purgatory-reused", l.name), at("lean-pooled", l.name))
+	}
+	row("the bookkeeping: add+complete less the timer", at("purgatory-reused", "total")-at("purgatory-reused", "timer"),
+		at("lean-pooled", "total")-at("lean-pooled", "timer"))
 }
 
 func format(v float64) string {

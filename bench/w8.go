@@ -142,7 +142,9 @@ func (n *lean) check(key int) (c int) { // ends ready ops under the lock, compac
 	k := 0
 	for _, o := range l {
 		if o.ready.Load() && o.ended.CompareAndSwap(false, true) {
-			o.t.Stop()
+			if o.t != nil { // nil: added untimed (W8ledger)
+				o.t.Stop()
+			}
 			c++
 			continue
 		}
@@ -166,6 +168,13 @@ func (n *lean) addPooled(key int, o *leanOp, d time.Duration) {
 		return
 	}
 	o.t.Reset(d)
+}
+
+// addUntimed is add with no timer (W8ledger's untimed line).
+func (n *lean) addUntimed(key int, o *leanOp) {
+	n.mu.Lock()
+	n.watch[key] = append(n.watch[key], o)
+	n.mu.Unlock()
 }
 
 type w8Lean struct {
