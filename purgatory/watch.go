@@ -3,6 +3,7 @@ package purgatory
 import (
 	"fmt"
 	"hash/maphash"
+	"math/bits"
 	"reflect"
 	"slices"
 	"sync"
@@ -46,8 +47,12 @@ func newShards[K comparable](n int, stats *counters, mayPanic bool) shards[K] {
 	return s
 }
 
+// of returns key's shard: its hash scaled to the number of shards (the high
+// word of hash × n, which a uniform hash spreads evenly, as it does a
+// modulo, for a multiply where a modulo by a variable divides).
 func (s *shards[K]) of(key K) *shard[K] {
-	return &s.all[maphash.Comparable(s.seed, key)%uint64(len(s.all))]
+	i, _ := bits.Mul64(maphash.Comparable(s.seed, key), uint64(len(s.all)))
+	return &s.all[i]
 }
 
 // mayPanicToHash reports whether hashing a value of type t can panic: whether

@@ -157,3 +157,23 @@ func TestQueueKeepsItsArray(t *testing.T) {
 	require.LessOrEqual(t, len(arrays), 2, "one array, and at most one regrowth as the queue first filled it")
 	require.NoError(t, p.ListsAtRest())
 }
+
+// Keys spread evenly over the shards, whatever their number: the shard is the
+// hash scaled to it (shards.of). 512 keys a shard on average, each shard
+// within a quarter of that (5.6 standard deviations of a binomial count).
+func TestKeysSpreadOverShards(t *testing.T) {
+	for _, n := range []int{1, 3, 512} {
+		s := newShards[int](n, nil, false)
+		index := map[*shard[int]]int{}
+		for i := range s.all {
+			index[&s.all[i]] = i
+		}
+		counts := make([]int, n)
+		for key := range 512 * n {
+			counts[index[s.of(key)]]++
+		}
+		for i, c := range counts {
+			require.InDelta(t, 512, c, 128, "shard %d of %d holds %d of %d keys", i, n, c, 512*n)
+		}
+	}
+}
