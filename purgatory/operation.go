@@ -105,21 +105,9 @@ type Operation interface {
 // count; the list compacts itself), never unlinks it.
 //
 // Attaching and detaching: watch, armTimer and watchContext attach the use
-// to its keys' lists, its timer and its context only inside
-// TryCompleteElseWatch, which holds the use's try bit from bind to its last
-// settle. A held use cannot end (a claim leaves its outcome for the try), and
-// detach, which the winner of the outcome runs after setting it, follows an
-// end: so detach never runs while they attach, and finds all they attached
-// (the settle that lets go of the try bit comes after, in the state word, and
-// every end after that). So detach reads the use's places and context stop
-// with no lock, and clears them for the next use. It leaves the first place,
-// which relay reads too: a relay and the detach of one use may run at once,
-// and both only read it. The next use's bind clears it, and a relay of the
-// last use cannot race that bind or the next use's watch, for the claim that
-// relays pins the use (relayBit) until the relay has read. The interleaving
-// checker holds both premises (mustHoldTry; a relay's read of Op.first
-// against a later use's bind or watch) and finds the race without the
-// relay's pin (interleave_test.go).
+// to its keys' lists, its timer and its context while TryCompleteElseWatch
+// holds its try bit; the winner of its outcome detaches it (detach, where
+// why that needs no lock is argued).
 //
 // The flag beside it:
 //
@@ -188,10 +176,8 @@ type Op struct {
 	timer timingwheel.Timer
 
 	// Set by watch and watchContext while TryCompleteElseWatch holds the
-	// try bit, read with no lock by the use's detach, which follows the
-	// use's end, so nothing writes them meanwhile (see "Attaching and
-	// detaching"). detach clears places and stopCtx; first, which a relay
-	// of the use may read at the same time, stays until the next use's
+	// try bit, read with no lock by the use's detach (which says why),
+	// which clears places and stopCtx; first stays until the next use's
 	// bind clears it.
 	first   place       // the first key's watch list: most operations watch one key
 	places  []place     // further keys' watch lists
@@ -342,6 +328,22 @@ func callbacks(impl Operation, outcome Outcome) {
 // bound, and the pins whose part it ended (a timeout it stopped before the
 // fire, a context callback it stopped before it ran), for the caller to let
 // go of with its own.
+//
+// It reads what the use's add attached with no lock. watch, armTimer and
+// watchContext attach only inside TryCompleteElseWatch, which holds the
+// use's try bit from bind to its last settle; a held use cannot end (a
+// claim leaves its outcome for the try), and detach, which the winner of the
+// outcome runs after setting it, follows an end. So detach never runs while
+// they attach, and finds all they attached: the settle that lets go of the
+// try bit comes after them in the state word, and every end after that. It
+// leaves the first place, which relay reads too: a relay and the detach of
+// one use may run at once, and both only read it. The next use's bind
+// clears it, and a relay of the last use cannot race that bind or the next
+// use's watch, for the claim that relays pins the use (relayBit) until the
+// relay has read. The interleaving checker holds both premises (mustHoldTry;
+// a relay's read of Op.first against a later use's bind or watch), and
+// catches a detach that clears Op.first, and a relay without its pin
+// (interleave_test.go).
 func (o *Op) detach() (c *core, unpin int64) {
 	s := o.state.Load() // ended: so nothing attaches after this
 	first, places, stopCtx := o.first, o.places, o.stopCtx

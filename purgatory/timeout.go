@@ -53,10 +53,9 @@ func (o *Op) arm() {
 
 // armTimer arms the use's timeout, pinned (armedBit) from before it arms,
 // unless an outcome was left for the tries. TryCompleteElseWatch holds the
-// try bit: the use cannot end before the timer is armed, and detach, which
-// follows the end, finds the pin and stops it (Op: attaching and
-// detaching). The fire may come at once (a negative Timeout): it leaves
-// Expired for the tries.
+// try bit, so detach finds the pin and stops the timer (Op.detach says why).
+// The fire may come at once (a negative Timeout): it leaves Expired for the
+// tries.
 func (o *Op) armTimer() {
 	if o.pin(armedBit) {
 		o.timer.Reset(o.Timeout)
@@ -64,9 +63,8 @@ func (o *Op) armTimer() {
 }
 
 // watchContext ties the use to its context, pinned (ctxBit) from before the
-// callback is registered, unless an outcome was left for the tries. As for
-// armTimer, the held try bit keeps the use from ending before the stop
-// function is kept, where detach finds it.
+// callback is registered, unless an outcome was left for the tries; detach
+// finds the stop function it keeps (as for armTimer).
 func (o *Op) watchContext() {
 	if o.pin(ctxBit) {
 		o.stopCtx = context.AfterFunc(o.Context, o.contextDone)

@@ -102,11 +102,9 @@ func (s *shards[K]) hashes(key K) {
 	maphash.Comparable(s.seed, key)
 }
 
-// watch links o under key and records the list on o. The caller,
-// TryCompleteElseWatch, holds o's try bit, so o cannot end meanwhile and its
-// detach cannot run; and no relay of o's last use still reads Op.first, for
-// its pin kept that use from being over (Op: attaching and detaching). It
-// returns false if o has an outcome left for its tries (which apply it,
+// watch links o under key and records the list on o, with no lock of o's:
+// the caller, TryCompleteElseWatch, holds o's try bit (why that is enough:
+// Op.detach). It returns false if o has an outcome left for its tries (which apply it,
 // unless one passes): watching it further would be undone at once.
 func (s *shards[K]) watch(o *Op, key K) bool {
 	return s.watchAt(o, key, noLevel)
