@@ -62,7 +62,9 @@ func newWatchdog(c *core) *watchdog {
 // the caller's P), and makes sure the watchdog samples. It returns the slot to
 // clear, nil if every slot of the P is taken.
 func (d *watchdog) track(o *Op, p int) *atomic.Pointer[Op] {
-	p %= len(d.slots)
+	if p >= len(d.slots) {
+		p %= len(d.slots) // GOMAXPROCS grew since New; a modulo by a variable divides, so only then
+	}
 	var slot *atomic.Pointer[Op]
 	for i := range d.slots[p] {
 		if s := &d.slots[p][i]; s.Load() == nil && s.CompareAndSwap(nil, o) {

@@ -2,6 +2,8 @@ package purgatory
 
 import (
 	"math/rand/v2"
+	"reflect"
+	"strconv"
 	"testing"
 	"time"
 
@@ -158,22 +160,62 @@ func TestQueueKeepsItsArray(t *testing.T) {
 	require.NoError(t, p.ListsAtRest())
 }
 
-// Keys spread evenly over the shards, whatever their number: the shard is the
-// hash scaled to it (shards.of). 512 keys a shard on average, each shard
-// within a quarter of that (5.6 standard deviations of a binomial count).
+// Keys spread evenly over the shards, whatever their number and their
+// pattern: the shard is the hash scaled to it (shards.of). 512 keys a shard
+// on average, each shard within a quarter of that (5.6 standard deviations
+// of a binomial count). Words (int, uint64, a named int64) take of's
+// multiply; other keys maphash.
 func TestKeysSpreadOverShards(t *testing.T) {
+	type partition int64
 	for _, n := range []int{1, 3, 512} {
-		s := newShards[int](n, nil, false)
-		index := map[*shard[int]]int{}
-		for i := range s.all {
-			index[&s.all[i]] = i
-		}
-		counts := make([]int, n)
-		for key := range 512 * n {
-			counts[index[s.of(key)]]++
-		}
-		for i, c := range counts {
-			require.InDelta(t, 512, c, 128, "shard %d of %d holds %d of %d keys", i, n, c, 512*n)
-		}
+		spread(t, "consecutive ints", n, func(i int) int { return i })
+		spread(t, "ints 512 apart", n, func(i int) int { return i * 512 })
+		spread(t, "negative ints", n, func(i int) int { return -i })
+		spread(t, "uint64s apart in their high word", n, func(i int) uint64 { return uint64(i) << 32 })
+		spread(t, "named int64s", n, func(i int) partition { return partition(i) })
+		spread(t, "int32s", n, func(i int) int32 { return int32(i) })
+		spread(t, "strings", n, func(i int) string { return "topic-" + strconv.Itoa(i) })
 	}
+}
+
+func spread[K comparable](t *testing.T, what string, n int, key func(int) K) {
+	t.Helper()
+	s := newShards[K](n, nil, false)
+	index := map[*shard[K]]int{}
+	for i := range s.all {
+		index[&s.all[i]] = i
+	}
+	counts := make([]int, n)
+	for i := range 512 * n {
+		counts[index[s.of(key(i))]]++
+	}
+	for i, c := range counts {
+		require.InDelta(t, 512, c, 128, "%s: shard %d of %d holds %d of %d keys", what, i, n, c, 512*n)
+	}
+}
+
+// The keys of's multiply reads as a uint64 are exactly those of 8 bytes
+// with an integer's kind.
+func TestWordKeys(t *testing.T) {
+	type partition int
+	for _, c := range []struct {
+		t    reflect.Type
+		word bool
+	}{
+		{reflect.TypeFor[int](), true},
+		{reflect.TypeFor[int64](), true},
+		{reflect.TypeFor[uint64](), true},
+		{reflect.TypeFor[uintptr](), true},
+		{reflect.TypeFor[partition](), true},
+		{reflect.TypeFor[int32](), false},
+		{reflect.TypeFor[float64](), false},
+		{reflect.TypeFor[string](), false},
+		{reflect.TypeFor[[8]byte](), false},
+		{reflect.TypeFor[struct{ a, b int32 }](), false},
+		{reflect.TypeFor[any](), false},
+	} {
+		require.Equal(t, c.word, isWord(c.t), "%v", c.t)
+	}
+	require.NotZero(t, newShards[int](1, nil, false).mix)
+	require.Zero(t, newShards[string](1, nil, false).mix)
 }
