@@ -69,12 +69,12 @@ func (pk *parking) endedUse(g gen) {
 }
 
 // leave is the waiter's rule 4 for use g; token tells whether the waiter has
-// the token already.
-func (pk *parking) leave(o *Op, g gen, token bool) {
+// the token already, timed whether it armed the timer for this use.
+func (pk *parking) leave(o *Op, g gen, token, timed bool) {
 	if !token && !pk.use.CompareAndSwap(uint64(g)+1, 0) {
 		<-pk.ended // complete took the use: its token is sent or about to be
 	}
-	if pk.timer != nil {
+	if timed {
 		pk.timer.Stop()
 	}
 	o.unpin(armedBit)
@@ -85,11 +85,11 @@ func (pk *parking) leave(o *Op, g gen, token bool) {
 // after letting go of the locks held around the add. The zero Parked is that
 // of an operation that completed at once; its Wait returns Completed.
 type Parked struct {
-	o        *Op
-	impl     Operation
-	g        gen
-	deadline time.Time // zero: no timeout
-	outcome  Outcome   // the add ended it already: Wait returns this
+	o       *Op
+	impl    Operation
+	g       gen
+	timeout time.Duration // 0: none (NoTimeout, or a zero Timeout under a Context's deadline)
+	outcome Outcome       // the add ended it already: Wait returns this
 }
 
 // TryCompleteElsePark is [Purgatory.TryCompleteElseWatch] for an operation
@@ -109,9 +109,10 @@ type Parked struct {
 // answered from a callback, examples/redis's blocked clients), and this
 // for those that a goroutine waits for anyway.
 //
-// op's Timeout counts from the return of TryCompleteElsePark and is timed
-// by a runtime timer (never early, as time.Timer), not by the purgatory's
-// wheel: a wheel made WithManualClock does not drive these waits.
+// op's Timeout counts from the start of Wait, as a time.Timer's armed in a
+// select counts from there (so never early: the use was added before), and
+// is timed by a runtime timer, not by the purgatory's wheel: a wheel made
+// WithManualClock does not drive these waits.
 // Everything else is TryCompleteElseWatch's: the Timeout rules (zero
 // panics unless Context has a deadline; negative is a deadline already
 // passed; NoTimeout), Shed, Close, the misuses that panic, and reuse:
@@ -129,7 +130,7 @@ func (p *Purgatory[K]) TryCompleteElsePark(op Operation, keys ...K) (_ Parked, d
 	bound, returned := false, false
 	defer func() {
 		if bound && (done || !returned) { // completed at once, or TryComplete panicked: the use ended here
-			pk.leave(o, g, false)
+			pk.leave(o, g, false, false)
 		}
 	}()
 	done = p.add(op, o, func() int {
@@ -143,8 +144,8 @@ func (p *Purgatory[K]) TryCompleteElsePark(op Operation, keys ...K) (_ Parked, d
 		return Parked{outcome: o.Outcome()}, false
 	}
 	w := Parked{o: o, impl: op, g: g}
-	if o.Timeout != NoTimeout && o.Timeout != 0 {
-		w.deadline = time.Now().Add(o.Timeout)
+	if o.Timeout != NoTimeout {
+		w.timeout = o.Timeout
 	}
 	return w, false
 }
@@ -163,7 +164,7 @@ func (o *Op) parking() *parking {
 // Wait waits for the parked use to end, on the calling goroutine, and
 // returns its Outcome: Completed, Forced, Closed, Cancelled or Shed as
 // TryCompleteElseWatch's operation would end; Expired once op.Timeout has
-// passed since TryCompleteElsePark returned, ContextDone once op.Context is
+// passed since Wait began, ContextDone once op.Context is
 // done, unless a try under way completes the use meanwhile (a try that
 // passes wins, as ever). An Expired or ContextDone use is ended here:
 // OnComplete (and OnExpiration after it, for Expired) run on this goroutine
@@ -194,17 +195,16 @@ func (w Parked) Wait() Outcome {
 		panic("purgatory: Parked.Wait called twice, or after its operation was passed again; call Wait once for each TryCompleteElsePark")
 	}
 	pk := w.o.park
-	token := false
-	defer func() { pk.leave(w.o, w.g, token) }() // also when a callback run here panics
+	token, timed := false, false
+	defer func() { pk.leave(w.o, w.g, token, timed) }() // also when a callback run here panics
 	var timeout <-chan time.Time
-	if !w.deadline.IsZero() {
-		d := time.Until(w.deadline)
+	if w.timeout != 0 { // one clock read, the runtime timer's own
 		if pk.timer == nil {
-			pk.timer = time.NewTimer(d)
+			pk.timer = time.NewTimer(w.timeout)
 		} else {
-			pk.timer.Reset(d)
+			pk.timer.Reset(w.timeout)
 		}
-		timeout = pk.timer.C
+		timed, timeout = true, pk.timer.C
 	}
 	var done <-chan struct{}
 	if ctx := w.o.Context; ctx != nil {

@@ -178,15 +178,36 @@ func TestParkedTryUnderWayWins(t *testing.T) {
 		release := make(chan struct{})
 		op.OnTry = func() { <-release }
 		go p.CheckAndComplete("k") // its try waits for release
-		time.Sleep(2 * time.Second)
 		returned := make(chan purgatory.Outcome, 1)
 		go func() { returned <- parked.Wait() }()
+		time.Sleep(2 * time.Second)
 		synctest.Wait()
 		require.Empty(t, returned, "the timeout has passed, but a try is under way")
 		op.Ready.Store(true)
 		close(release)
 		require.Equal(t, purgatory.Completed, <-returned)
 		require.Zero(t, op.Expired.Load())
+	})
+}
+
+// A parked use's timeout counts from the start of Wait, as a time.Timer's
+// in a select counts from where it is armed: side by side, both fire
+// Timeout after Wait begins, however long after the add that is.
+func TestParkedTimeoutCountsFromWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPurgatory(t)
+		op := testkit.NewOp(time.Second)
+		parked, _ := p.TryCompleteElsePark(op, "k")
+		time.Sleep(5 * time.Second) // the caller dawdles before it waits
+		start := time.Now()
+		stdlib := time.NewTimer(op.Timeout)
+		require.Equal(t, purgatory.Expired, parked.Wait())
+		require.Equal(t, time.Second, time.Since(start))
+		select {
+		case <-stdlib.C:
+		default:
+			t.Fatal("Wait returned Expired before a time.Timer armed as it began fired")
+		}
 	})
 }
 
