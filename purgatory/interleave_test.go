@@ -150,12 +150,14 @@ type world struct {
 	closed  bool         // Purgatory.closed
 	shardMu uint8        // the path holding the shard's mutex, or noPath
 	timer   uint8
-	items   int8 // for deterministic tries: what a push made available
-	choose  bool // tries answer by choice (else by items)
-	noTimer bool // the operations have no timeout
-	withCtx bool // the operations have a context
-	panics  bool // a try may panic too (a third answer)
-	leveled bool // the add watches at level 1 (TryCompleteElseWatchAt)
+	timing  timing // Op.timing: who lets go of the timeout's pin; written by bind and armTimer
+	timedBy gen    // the use whose bind or armTimer wrote Op.timing last
+	items   int8   // for deterministic tries: what a push made available
+	choose  bool   // tries answer by choice (else by items)
+	noTimer bool   // the operations have no timeout
+	withCtx bool   // the operations have a context
+	panics  bool   // a try may panic too (a third answer)
+	leveled bool   // the add watches at level 1 (TryCompleteElseWatchAt)
 	ctx     uint8
 	stopCtx bool   // Op.stopCtx: set by watchContext, taken by detach
 	pkUse   uint64 // parking.use: the parked use's generation + 1, or 0
@@ -200,6 +202,8 @@ const (
 	leaveWithoutClaim           // a parked waiter leaves without taking its use back from complete (pk.leave's compare-and-swap)
 	relayWithoutPin             // a claim that relays a solo use pins nothing (the code before relayBit)
 	detachClearsFirst           // detach clears Op.first with no lock, as it did under Op.book before that lock went (issue 49's cut)
+	unarmedPinKept              // detach leaves the timeout's pin of a use whose timer was never armed, as if a fire would let go
+	armWithoutTiming            // armTimer arms without recording timingWheel: detach lets go of the pin of a timer it did not stop
 )
 
 // detachWrote is world.firstBy once detach has cleared Op.first (fault
@@ -464,9 +468,12 @@ func (w *world) unpinAndRecycle(pin int64) {
 func (w *world) add(i int, p *path, answer int) {
 	switch p.pc {
 	case 0: // bind
-		set := turnHeld | recyclerBit
-		if p.kind == pPark {
-			set |= armedBit // the waiter's pin (bind's pin)
+		set, t := turnHeld|recyclerBit, timingUnarmed
+		switch {
+		case p.kind == pPark:
+			set, t = set|armedBit, timingParked // the waiter's pin (bind's pin)
+		case !w.noTimer:
+			set |= armedBit // the timeout's pin, with the bind (purgatory.add)
 		}
 		next, r := stateMoves.bind(w.state, set)
 		if r == bindEnded { // ForceComplete before it was ever added
@@ -482,6 +489,7 @@ func (w *world) add(i int, p *path, answer int) {
 		w.setState(next)
 		p.g, p.pc = genOf(next), 9
 		w.first, w.firstBy = -1, p.g // bind clears Op.first, which the last use's detach left
+		w.timing, w.timedBy = t, p.g
 		if p.kind == pPark {
 			w.pkUse = uint64(p.g) + 1 // parked(g), the try bit held
 		}
@@ -572,15 +580,11 @@ func (w *world) add(i int, p *path, answer int) {
 		case w.withCtx:
 			p.pc = 44
 		}
-	case 4: // armTimer: the pin
-		next, ok := stateMoves.pin(w.state, armedBit)
-		w.setState(next)
-		p.pc = w.armCtx()
-		if ok {
-			p.pc = 41
-		}
-	case 41: // timer.Reset
+	case 4: // armTimer: Op.timing, then timer.Reset (the pin is bind's)
 		w.mustHoldTry(p.g, "armTimer")
+		if w.fault != armWithoutTiming {
+			w.timing, w.timedBy = timingWheel, p.g
+		}
 		w.timer, p.pc = timerSet, w.armCtx()
 	case 44: // watchContext: the pin
 		next, ok := stateMoves.pin(w.state, ctxBit)
@@ -872,8 +876,17 @@ func (w *world) subroutine(i int, p *path) {
 		}
 		p.ctxStop, w.stopCtx = w.stopCtx, false
 		p.pc++
-	case pcComplete + 1: // detach: timer.Stop, then stopCtx()
-		if p.armedAt && w.timer == timerSet {
+	case pcComplete + 1: // detach: Op.timing and timer.Stop, then stopCtx()
+		if w.timedBy != p.g {
+			w.fail("use %d's detach read Op.timing as use %d's bind or armTimer wrote it", p.g, w.timedBy)
+		}
+		switch {
+		case !p.armedAt:
+		case w.timing == timingUnarmed:
+			if w.fault != unarmedPinKept {
+				p.unpin = armedBit // nothing was armed
+			}
+		case w.timing == timingWheel && w.timer == timerSet:
 			w.timer, p.unpin = timerStoped, armedBit
 		}
 		if p.ctxStop && w.ctx == ctxRegistered {
@@ -1255,6 +1268,8 @@ func TestCheckerCatchesFaults(t *testing.T) {
 		{"a parked waiter leaves without taking its use back", nil, leaveWithoutClaim},
 		{"a relay without its pin: a late relay of the last use races the next use's watch", nil, relayWithoutPin},
 		{"detach clears Op.first with no lock: a relay of the same use reads it", nil, detachClearsFirst},
+		{"detach keeps the pin of a timeout never armed: the use is never over", nil, unarmedPinKept},
+		{"armTimer arms without recording it: detach lets go of the pin of a timer that still fires", nil, armWithoutTiming},
 		{"a panicking try drops the outcome left for it", func(m *movesTable) {
 			m.abandon = func(s int64, withdraw bool) (int64, settled) {
 				if withdraw {

@@ -182,7 +182,8 @@ type Op struct {
 	first   place       // the first key's watch list: most operations watch one key
 	places  []place     // further keys' watch lists
 	stopCtx func() bool // detaches the use from Context
-	_       [8]byte     // keeps Op at 200 bytes: at 192, state would end a line (see park)
+	timing  timing      // who lets go of the timeout's pin: written by bind and armTimer, read by detach as first is
+	_       [7]byte     // keeps Op at 200 bytes: at 192, state would end a line (see park)
 
 	// park is the operation's parking (park.go), made at its first
 	// TryCompleteElsePark by the goroutine that passes it, before its bind;
@@ -352,8 +353,15 @@ func (o *Op) detach() (c *core, unpin int64) {
 		c = o.core // written before the bind that set boundBit
 	}
 
-	if armed(s) && o.timer.Stop() {
-		unpin |= armedBit // it will not fire
+	if armed(s) {
+		switch o.timing {
+		case timingUnarmed:
+			unpin |= armedBit // nothing was armed
+		case timingWheel:
+			if o.timer.Stop() {
+				unpin |= armedBit // it will not fire
+			}
+		} // timingParked: the waiter lets go (park.go)
 	}
 	if stopCtx != nil && stopCtx() {
 		unpin |= ctxBit // its callback will not run
@@ -385,16 +393,16 @@ func (o *Op) withdraw() {
 // bind makes the operation's next use a use of purgatory c: its first (which
 // records the embedding operation and c, and initialises its timer on tw) or
 // a later one, once the last is over. The use starts with its try bit held,
-// for TryCompleteElseWatch's first tries, and with pin, a parked use's
-// timeout pin (park.go) or none. It returns the use's generation. One compare-and-swap decides which
+// for TryCompleteElseWatch's first tries, and with pin, its timeout's pin
+// (armedBit) or none, held as t says. It returns the use's generation. One compare-and-swap decides which
 // of two calls passing the same operation at once binds it, before either
 // writes a field; the other panics with the message for an operation in use.
 // It returns false if the operation had already ended before it was ever
 // added (ForceComplete), and panics with a message that says what to do for
 // a misuse: an operation in use, one whose last use is not over, or one
 // reused in another purgatory.
-func (o *Op) bind(impl Operation, c *core, tw *timingwheel.TimingWheel, pin int64) (gen, bool) {
-	set := turnHeld | pin // TryCompleteElseWatch's first tries; a parked use's timeout pin (park.go)
+func (o *Op) bind(impl Operation, c *core, tw *timingwheel.TimingWheel, pin int64, t timing) (gen, bool) {
+	set := turnHeld | pin // TryCompleteElseWatch's first tries; the timeout's pin (timing)
 	if o.Locker != nil {
 		set |= lockerBit
 	}
@@ -413,6 +421,7 @@ func (o *Op) bind(impl Operation, c *core, tw *timingwheel.TimingWheel, pin int6
 		fallthrough
 	case bindReused:
 		o.first = nil // the last use's (detach leaves it): no relay of that use reads it now, for its pin made the use over only after it read
+		o.timing = t
 		if c.settings.observer != nil {
 			o.start = time.Since(c.settings.epoch)
 		}

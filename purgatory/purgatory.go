@@ -125,10 +125,14 @@ func (p *Purgatory[K]) TryCompleteElseWatch(op Operation, keys ...K) bool {
 func (p *Purgatory[K]) add(op Operation, o *Op, watch func() (distinct int), parked func(gen)) bool {
 	o.mustHaveTimeout(op)
 	var pin int64
-	if parked != nil {
-		pin = armedBit
+	t := timingUnarmed
+	switch {
+	case parked != nil:
+		pin, t = armedBit, timingParked
+	case o.timed():
+		pin = armedBit // set with the bind's compare-and-swap, not by one of armTimer's own
 	}
-	g, bound := o.bind(op, &p.core, p.tw, pin)
+	g, bound := o.bind(op, &p.core, p.tw, pin, t)
 	if !bound {
 		return false // ended by ForceComplete before it was ever added
 	}

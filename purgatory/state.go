@@ -99,10 +99,11 @@ const (
 	// cleared once (unpinMove panics on a second clear), by whoever knows
 	// its part is over; the clear that leaves none makes the use over.
 	//
-	// armedBit: the timeout is armed, or being armed, and may fire. Set
-	// by armTimer before it arms, on a pending use; cleared when a Stop
-	// prevents the fire, at the end of the fire (expire), or when a
-	// stopped wheel refused the timer.
+	// armedBit: the timeout may be armed and fire. Set by bind, for a use
+	// with a timeout on the wheel (before armTimer arms it) and for a
+	// parked one (whose waiter times it); cleared, as Op.timing says, when
+	// detach finds nothing armed, when a Stop prevents the fire, at the
+	// end of the fire (expire), or when the parked waiter leaves.
 	armedBit
 	// ctxBit: the context's callback may run. Set by watchContext before
 	// it registers it; cleared when its stop prevents it, or at the end of

@@ -41,9 +41,24 @@ func (o *Op) contextDone() {
 	o.endOwn(ContextDone)
 }
 
+// timing is who lets go of a use's timeout pin (armedBit), which bind sets
+// for a use with a timeout: Op.timing, written by bind and by armTimer while
+// TryCompleteElseWatch holds the try bit, and read with no lock by detach
+// (Op.detach says why that is enough).
+type timing uint8
+
+const (
+	timingUnarmed timing = iota // nothing armed (yet): detach lets go
+	timingWheel                 // armTimer armed the timer: detach, if its Stop prevents the fire; else the fire, at its end (expire)
+	timingParked                // a parked use: its waiter (park.go)
+)
+
+// timed reports whether the operation's timeout goes on the wheel.
+func (o *Op) timed() bool { return o.Timeout != 0 && o.Timeout != NoTimeout }
+
 // arm starts the operation's timeout and ties it to its context.
 func (o *Op) arm() {
-	if o.Timeout != 0 && o.Timeout != NoTimeout {
+	if o.timed() {
 		o.armTimer()
 	}
 	if o.Context != nil {
@@ -51,15 +66,15 @@ func (o *Op) arm() {
 	}
 }
 
-// armTimer arms the use's timeout, pinned (armedBit) from before it arms,
-// unless an outcome was left for the tries. TryCompleteElseWatch holds the
-// try bit, so detach finds the pin and stops the timer (Op.detach says why).
+// armTimer arms the use's timeout, pinned (armedBit) since bind.
+// TryCompleteElseWatch holds the try bit, so detach finds timingWheel and
+// stops the timer (Op.detach says why). An outcome may have been left for
+// the tries since the caller looked: detach stops the timer all the same.
 // The fire may come at once (a negative Timeout): it leaves Expired for the
 // tries.
 func (o *Op) armTimer() {
-	if o.pin(armedBit) {
-		o.timer.Reset(o.Timeout)
-	}
+	o.timing = timingWheel
+	o.timer.Reset(o.Timeout)
 }
 
 // watchContext ties the use to its context, pinned (ctxBit) from before the
