@@ -473,7 +473,7 @@ func (w *world) add(i int, p *path, answer int) {
 		case p.kind == pPark:
 			set, t = set|armedBit, timingParked // the waiter's pin (bind's pin)
 		case !w.noTimer:
-			set |= armedBit // the timeout's pin, with the bind (purgatory.add)
+			set |= armedBit // the timeout's pin, with the bind (Op.timeoutPin)
 		}
 		next, r := stateMoves.bind(w.state, set)
 		if r == bindEnded { // ForceComplete before it was ever added

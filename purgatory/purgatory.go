@@ -124,14 +124,7 @@ func (p *Purgatory[K]) TryCompleteElseWatch(op Operation, keys ...K) bool {
 // can end, and nothing is armed: its waiter times it (park.go).
 func (p *Purgatory[K]) add(op Operation, o *Op, watch func() (distinct int), parked func(gen)) bool {
 	o.mustHaveTimeout(op)
-	var pin int64
-	t := timingUnarmed
-	switch {
-	case parked != nil:
-		pin, t = armedBit, timingParked
-	case o.timed():
-		pin = armedBit // set with the bind's compare-and-swap, not by one of armTimer's own
-	}
+	pin, t := o.timeoutPin(parked != nil)
 	g, bound := o.bind(op, &p.core, p.tw, pin, t)
 	if !bound {
 		return false // ended by ForceComplete before it was ever added

@@ -56,6 +56,19 @@ const (
 // timed reports whether the operation's timeout goes on the wheel.
 func (o *Op) timed() bool { return o.Timeout != 0 && o.Timeout != NoTimeout }
 
+// timeoutPin returns the pin a use's bind sets for its timeout, with the bind's
+// compare-and-swap rather than one of armTimer's own, and who lets go of it: a
+// parked use's waiter, or for a timeout on the wheel, detach or the fire.
+func (o *Op) timeoutPin(parked bool) (int64, timing) {
+	switch {
+	case parked:
+		return armedBit, timingParked
+	case o.timed():
+		return armedBit, timingUnarmed
+	}
+	return 0, timingUnarmed
+}
+
 // arm starts the operation's timeout and ties it to its context.
 func (o *Op) arm() {
 	if o.timed() {
