@@ -204,6 +204,7 @@ const (
 	detachClearsFirst           // detach clears Op.first with no lock, as it did under Op.book before that lock went (issue 49's cut)
 	unarmedPinKept              // detach leaves the timeout's pin of a use whose timer was never armed, as if a fire would let go
 	armWithoutTiming            // armTimer arms without recording timingWheel: detach lets go of the pin of a timer it did not stop
+	skipsStop                   // detach skips the timer's Stop whatever the outcome, as it does for Expired
 )
 
 // detachWrote is world.firstBy once detach has cleared Op.first (fault
@@ -886,8 +887,13 @@ func (w *world) subroutine(i int, p *path) {
 			if w.fault != unarmedPinKept {
 				p.unpin = armedBit // nothing was armed
 			}
-		case w.timing == timingWheel && w.timer == timerSet:
+		case w.timing != timingWheel:
+		case p.out == Expired || w.fault == skipsStop: // no Stop: an expired use's fire has begun
+		case w.timer == timerSet:
 			w.timer, p.unpin = timerStoped, armedBit
+		}
+		if p.armedAt && w.timing == timingWheel && w.timer == timerSet {
+			w.fail("use %d's detach (%v) left its timer set: it would fire for an ended use, whose pin it holds until then", p.g, p.out)
 		}
 		if p.ctxStop && w.ctx == ctxRegistered {
 			w.ctx, p.unpin = ctxStopped, p.unpin|ctxBit
@@ -1270,6 +1276,7 @@ func TestCheckerCatchesFaults(t *testing.T) {
 		{"detach clears Op.first with no lock: a relay of the same use reads it", nil, detachClearsFirst},
 		{"detach keeps the pin of a timeout never armed: the use is never over", nil, unarmedPinKept},
 		{"armTimer arms without recording it: detach lets go of the pin of a timer that still fires", nil, armWithoutTiming},
+		{"detach skips the timer's Stop for every outcome, not only Expired: a completed use's timer still fires", nil, skipsStop},
 		{"a panicking try drops the outcome left for it", func(m *movesTable) {
 			m.abandon = func(s int64, withdraw bool) (int64, settled) {
 				if withdraw {

@@ -279,7 +279,7 @@ func (o *Op) endAt(g gen, impl Operation, outcome Outcome) bool {
 // once they have run. Then it lets go of the ending pin, which may make the
 // use over.
 func (o *Op) complete(impl Operation, outcome Outcome) {
-	c, unpin := o.detach()
+	c, unpin := o.detach(outcome)
 	defer o.finish(endingBit | unpin)
 	if c == nil {
 		callbacks(impl, outcome)
@@ -330,6 +330,13 @@ func callbacks(impl Operation, outcome Outcome) {
 // fire, a context callback it stopped before it ran), for the caller to let
 // go of with its own.
 //
+// A use that ended Expired with its timeout on the wheel was ended by that
+// timeout's fire (expire), which has begun and holds the pin: Stop would
+// return false. So detach does not call it, which would lock the timer's
+// shard of the wheel, where the driver collects the due timers, once per
+// expiry. The interleaving checker holds the premise: it fails if a detach
+// leaves a timer set.
+//
 // It reads what the use's add attached with no lock. watch, armTimer and
 // watchContext attach only inside TryCompleteElseWatch, which holds the
 // use's try bit from bind to its last settle; a held use cannot end (a
@@ -345,7 +352,7 @@ func callbacks(impl Operation, outcome Outcome) {
 // a relay's read of Op.first against a later use's bind or watch), and
 // catches a detach that clears Op.first, and a relay without its pin
 // (interleave_test.go).
-func (o *Op) detach() (c *core, unpin int64) {
+func (o *Op) detach(outcome Outcome) (c *core, unpin int64) {
 	s := o.state.Load() // ended: so nothing attaches after this
 	first, places, stopCtx := o.first, o.places, o.stopCtx
 	o.places, o.stopCtx = nil, nil // first stays for a relay of this use: bind clears it
@@ -358,7 +365,7 @@ func (o *Op) detach() (c *core, unpin int64) {
 		case timingUnarmed:
 			unpin |= armedBit // nothing was armed
 		case timingWheel:
-			if o.timer.Stop() {
+			if outcome != Expired && o.timer.Stop() {
 				unpin |= armedBit // it will not fire
 			}
 		} // timingParked: the waiter lets go (park.go)
@@ -382,7 +389,7 @@ func (o *Op) detach() (c *core, unpin int64) {
 // operation was withdrawn (abandonMove): it leaves nothing watched, armed or
 // counted.
 func (o *Op) withdraw() {
-	c, unpin := o.detach()
+	c, unpin := o.detach(Pending) // withdrawn: no outcome
 	defer o.unpin(endingBit | unpin)
 	if c != nil {
 		c.counters.add(-1)
