@@ -42,8 +42,13 @@ import (
 // scenario asks, tries that panic (firstTries.undo and tryWalk.unwind:
 // abandonTry, withdraw); and a use watched at a level the key has not
 // reached, in the key's heap, tried only by CheckAndComplete until an
-// Advance reaches it (linkAt, reach, walkable). Not yet: Locker, Shed, more
-// than two keys, and more than one operation.
+// Advance reaches it (linkAt, reach, walkable); and each list's count and
+// compaction (watchList.count, link's add, detach's drops, drop's compact
+// unless a walk holds the list, a walk's leave reading the count after it
+// lets go, tidy, compactFront, a hand-off's trimFront, remove's zeroed
+// count), with ListsAtRest's count and crowding checked in every state no
+// path can leave. Not yet: Locker, Shed, the shard's sweep and its empty
+// count, more than two keys, and more than one operation.
 
 // movesTable is the moves the model makes, state.go's unless a test swaps
 // one for a fault.
@@ -91,6 +96,7 @@ const (
 	pcComplete  = 100 // complete(out) of use g, then retC
 	pcApplyAll  = 110 // applyRelayed(work), then retA
 	pcRelay     = 120 // relay of use g, its pin let go last (pcRelay+5), then retH
+	pcDrop      = 130 // detach's drops of use g, one per list it was linked to, then complete's callbacks
 	pcDone      = 250
 	maxEntries  = 4
 	noPath      = 0xff
@@ -124,6 +130,8 @@ type path struct {
 	key              uint8 // the key a walk, CancelForKey or ForceCompleteForKey is of
 	linked           uint8 // keys the add has watched
 	retC, retA, retH uint8
+	drop             uint8 // detach's drops: the next of the use's lists
+	nextAll          bool  // leave, again: the next round is over every operation
 }
 
 // useObs is what happened to one use.
@@ -134,8 +142,10 @@ type useObs struct {
 	passed                 bool  // a try returned true
 	decided                uint8 // claims that decided the use (Op.end's true)
 	decidedWith            Outcome
-	recycled               uint8 // Recycle ran
-	trying                 uint8 // the path whose try runs, + 1
+	recycled               uint8   // Recycle ran
+	trying                 uint8   // the path whose try runs, + 1
+	lists                  [2]int8 // the lists its watch linked it to (Op.first, Op.places), for detach's drops
+	nlists                 uint8
 }
 
 // world is the model's whole state: comparable, so that visited states hash.
@@ -178,6 +188,7 @@ type listModel struct {
 	high    bool            // lv.high: the key has reached level 1
 	relayed [maxEntries]gen // lv.relayed
 	nhand   uint8
+	n, dead int8 // watchList.count: entries and heap, and the dead among them (signed; exact at rest)
 }
 
 // walkable is what a walk of every operation reads: the entries, then the
@@ -205,6 +216,8 @@ const (
 	unarmedPinKept              // detach leaves the timeout's pin of a use whose timer was never armed, as if a fire would let go
 	armWithoutTiming            // armTimer arms without recording timingWheel: detach lets go of the pin of a timer it did not stop
 	skipsStop                   // detach skips the timer's Stop whatever the outcome, as it does for Expired
+	leaveSkipsCount             // a walk lets go without reading the count: drops that found it walked left compacting to it
+	dropIgnoresWalk             // a drop compacts without checking that no walk holds the list
 )
 
 // detachWrote is world.firstBy once detach has cleared Op.first (fault
@@ -272,7 +285,7 @@ func (w *world) enabled(i int) (bool, int) {
 // needsShard reports whether p's next step takes the shard's mutex.
 func (w *world) needsShard(p *path) bool {
 	switch p.pc {
-	case pcRelay + 2, pcRelay + 3:
+	case pcRelay + 2, pcRelay + 3, pcDrop + 2:
 		return true
 	}
 	switch p.kind {
@@ -283,7 +296,7 @@ func (w *world) needsShard(p *path) bool {
 	case pClose:
 		return p.pc == 1
 	case pCheck, pHandOff, pPushHand, pAdvance:
-		return p.pc == 0 || p.pc == 11 || p.pc == 22 || p.pc == 25 || p.pc == 20 && w.fault == takeBeforeLeave
+		return p.pc == 0 || p.pc == 11 || p.pc == 22 || p.pc == 25 || p.pc == 27 || p.pc == 20 && w.fault == takeBeforeLeave
 	}
 	return false
 }
@@ -392,6 +405,7 @@ func (w *world) endWalk(p *path) {
 				}
 				if p.kind != pClose {
 					l.entries, l.nent, l.heap, l.nheap, w.cur[k] = [maxEntries]gen{}, 0, [maxEntries]gen{}, 0, -1
+					l.n, l.dead = 0, 0 // count.Store(0): what its uses drop later counts for nothing
 				}
 			}
 		}
@@ -560,6 +574,10 @@ func (w *world) add(i int, p *path, answer int) {
 			l.entries[l.nent] = p.g
 			l.nent++
 		}
+		l.n++ // count.Add(oneEntry)
+		o := w.use(p.g)
+		o.lists[o.nlists] = w.cur[k]
+		o.nlists++
 		if w.first < 0 {
 			w.first, w.firstBy = w.cur[k], p.g // Op.first; a second key's list is one of Op.places
 		}
@@ -662,6 +680,82 @@ func (w *world) park(p *path, answer int) {
 	}
 }
 
+// crowded is watchList.crowded: its dead entries outnumber its live ones or,
+// with a heap, are more than an eighth of them.
+func (l *listModel) crowded() bool {
+	return 8*int(l.dead) > int(l.n) && (2*int(l.dead) > int(l.n) || l.nheap > 0)
+}
+
+// live is entry.live: use g is the operation's current one, and pending.
+func (w *world) live(g gen) bool { return genOf(w.state) == g && pending(w.state) }
+
+// compact is compactLocked of list c: its dead entries out, the live ones
+// kept in order (with all, the heap's too), the count less what it took.
+// The caller holds the shard's mutex; the list is held by the walk that
+// compacts it (byWalk), or by no walk: a walk reads its entries with no lock.
+func (w *world) compact(c int8, all, byWalk bool) {
+	l := &w.lists[c]
+	if l.word&wordHeld != 0 && !byWalk {
+		w.fail("list %d compacted while a walk reads its entries", c)
+	}
+	removed := w.keepLive(&l.entries, &l.nent, l.nent)
+	if all {
+		removed += w.keepLive(&l.heap, &l.nheap, l.nheap)
+	}
+	l.n -= removed
+	l.dead -= removed
+}
+
+// keepLive removes the dead among the first k of es[:*n], keeping the
+// others in order, and returns how many it removed.
+func (w *world) keepLive(es *[maxEntries]gen, n *uint8, k uint8) int8 {
+	var kept [maxEntries]gen
+	j := uint8(0)
+	for i, g := range es[:*n] {
+		if uint8(i) >= k || w.live(g) {
+			kept[j] = g
+			j++
+		}
+	}
+	removed := int8(*n - j)
+	*es, *n = kept, j
+	return removed
+}
+
+// tidy is tidy, after a walk's round: a round over every operation compacts
+// the list (the heap too if crowded), a hand-off's the dead among those it
+// passed, then the whole list if crowded. The caller holds the shard's mutex
+// and the walk, or has seen that no walk holds the list.
+func (w *world) tidy(c int8, handOff bool, passed uint8) {
+	l := &w.lists[c]
+	switch {
+	case l.dead <= 0:
+	case !handOff:
+		w.compact(c, l.crowded(), true)
+	default:
+		removed := w.keepLive(&l.entries, &l.nent, min(passed, l.nent))
+		l.n -= removed
+		l.dead -= removed
+		if l.crowded() {
+			w.compact(c, true, true)
+		}
+	}
+}
+
+// trimFront is trimFront: the dead entries before the first live one out.
+// The caller holds the shard's mutex and has seen that no walk holds the
+// list.
+func (w *world) trimFront(c int8) {
+	l := &w.lists[c]
+	k := uint8(0)
+	for k < l.nent && !w.live(l.entries[k]) {
+		k++
+	}
+	removed := w.keepLive(&l.entries, &l.nent, k)
+	l.n -= removed
+	l.dead -= removed
+}
+
 // detachFirst is fault detachClearsFirst's detach of use g writing Op.first,
 // which a relay of g may be reading: nothing orders the two, so a relay
 // about to read it fails here, and one that reads it later fails at its
@@ -711,6 +805,9 @@ func (w *world) walkStep(i int, p *path, answer int) {
 			return
 		}
 		l := &w.lists[c]
+		if p.handOff && l.word&wordHeld == 0 { // trimFront: what the last hand-off completed
+			w.trimFront(c)
+		}
 		if p.kind == pAdvance { // reach: the heap's uses join the entries, in order
 			l.high = true
 			for _, g := range l.heap[:l.nheap] {
@@ -827,9 +924,23 @@ func (w *world) walkStep(i int, p *path, answer int) {
 		l := &w.lists[p.list]
 		next, again, all := stateMoves.leave(l.word)
 		l.word = next
-		p.pc = 21
+		p.pc = 26
+		if w.fault == leaveSkipsCount {
+			p.pc = 21
+		}
 		if again {
-			p.handOff, p.pc = !all, 25
+			p.nextAll, p.pc = all, 25
+		}
+	case 26: // leave, let go: count.Load(); compact if any is dead (a hand-off: if crowded)
+		l := &w.lists[p.list]
+		p.pc = 21
+		if l.dead > 0 && (!p.handOff || l.crowded()) {
+			p.pc = 27
+		}
+	case 27: // leave, let go: under the shard's mutex, tidy unless another walk holds the list
+		p.pc = 21
+		if w.lists[p.list].word&wordHeld == 0 {
+			w.tidy(p.list, p.handOff, p.next)
 		}
 	case 21: // takeRelayed's load, after leave let go
 		p.pc = pcDone
@@ -839,7 +950,9 @@ func (w *world) walkStep(i int, p *path, answer int) {
 		case relayedIn(w.lists[p.list].word):
 			p.pc = 22
 		}
-	case 25: // leave, again: the next round's entries, under the mutex (all: the heap's too)
+	case 25: // leave, again: tidy, and the next round's entries, under the mutex (all: the heap's too)
+		w.tidy(p.list, p.handOff, p.next)
+		p.handOff = !p.nextAll
 		l := &w.lists[p.list]
 		p.ops, p.nops, p.next, p.pc = l.entries, l.nent, 0, 1
 		if !p.handOff {
@@ -898,7 +1011,31 @@ func (w *world) subroutine(i int, p *path) {
 		if p.ctxStop && w.ctx == ctxRegistered {
 			w.ctx, p.unpin = ctxStopped, p.unpin|ctxBit
 		}
-		p.pc++
+		p.drop, p.pc = 0, pcDrop
+	case pcDrop: // drop on the next list: count.Add(1); compact if crowded and not walked
+		o := w.use(p.g)
+		if p.drop == o.nlists {
+			p.pc = pcComplete + 2
+			return
+		}
+		l := &w.lists[o.lists[p.drop]]
+		l.dead++
+		if l.crowded() {
+			p.pc = pcDrop + 1
+			return
+		}
+		p.drop++
+	case pcDrop + 1: // drop: !l.walked()
+		p.pc = pcDrop + 2
+		if w.lists[w.use(p.g).lists[p.drop]].word&wordHeld != 0 {
+			p.drop, p.pc = p.drop+1, pcDrop
+		}
+	case pcDrop + 2: // compact: under the shard's mutex, unless a walk holds the list (its leave compacts)
+		c := w.use(p.g).lists[p.drop]
+		if w.lists[c].word&wordHeld == 0 || w.fault == dropIgnoresWalk {
+			w.compact(c, true, false)
+		}
+		p.drop, p.pc = p.drop+1, pcDrop
 	case pcComplete + 2: // callbacks (none for Cancelled)
 		o := w.use(p.g)
 		if o.recycled > 0 {
@@ -998,11 +1135,7 @@ func (w *world) finished() {
 	if w.pkEnded != 0 || w.pkUse != 0 {
 		w.fail("a parked use's token or claim left behind: %d tokens, use %d", w.pkEnded, w.pkUse)
 	}
-	for _, l := range w.lists {
-		if l.word&(wordTurn|listRelayed) != 0 || l.nhand != 0 || w.shardMu != noPath {
-			w.fail("the key's list is left held or with uses relayed: word %#x, %d relayed", l.word, l.nhand)
-		}
-	}
+	w.listsAtRest()
 	for g := range gen(2) {
 		o := &w.obs[g]
 		bound := g < genOf(w.state) || g == genOf(w.state) && w.state&boundBit != 0
@@ -1026,6 +1159,39 @@ func (w *world) finished() {
 		case bound && o.recycled != 1, !bound && o.recycled != 0:
 			w.fail("use %d recycled %d times", g, o.recycled)
 		}
+	}
+}
+
+// listsAtRest checks that no list is left held or with uses relayed, and
+// ListsAtRest's count and crowding for each list the map holds.
+func (w *world) listsAtRest() {
+	for _, l := range w.lists {
+		if l.word&(wordTurn|listRelayed) != 0 || l.nhand != 0 || w.shardMu != noPath {
+			w.fail("the key's list is left held or with uses relayed: word %#x, %d relayed", l.word, l.nhand)
+		}
+	}
+	for k := range w.keys {
+		if c := w.cur[k]; c >= 0 {
+			w.listAtRest(c)
+		}
+	}
+}
+
+// listAtRest checks list c, in the map: its count is exact, and it is not
+// left mostly dead.
+func (w *world) listAtRest(c int8) {
+	l := &w.lists[c]
+	dead := 0
+	for _, g := range append(l.entries[:l.nent:l.nent], l.heap[:l.nheap]...) {
+		if !w.live(g) {
+			dead++
+		}
+	}
+	switch {
+	case int(l.n) != int(l.nent)+int(l.nheap) || int(l.dead) != dead:
+		w.fail("list %d's count says %d entries, %d dead; it has %d, %d dead", c, l.n, l.dead, int(l.nent)+int(l.nheap), dead)
+	case l.crowded():
+		w.fail("list %d left mostly dead: %d of %d entries", c, l.dead, l.n)
 	}
 }
 
@@ -1068,9 +1234,9 @@ func explore(start world) (states int, err error) {
 func exploreEnds(start world) (states int, ends map[string]int, err error) {
 	ends = map[string]int{}
 	// A state is kept as two 64-bit hashes of it (hash compaction), not
-	// whole (960 bytes): the long suite's largest scenario visits 4.1
+	// whole (960 bytes): the long suite's largest scenario visits 9.8
 	// million states. A collision, which would leave a state unexplored, is
-	// about 2^-85 likely there.
+	// about 2^-82 likely there.
 	seeds := [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 	seen := map[[2]uint64]struct{}{}
 	var trail []string
@@ -1277,6 +1443,8 @@ func TestCheckerCatchesFaults(t *testing.T) {
 		{"detach keeps the pin of a timeout never armed: the use is never over", nil, unarmedPinKept},
 		{"armTimer arms without recording it: detach lets go of the pin of a timer that still fires", nil, armWithoutTiming},
 		{"detach skips the timer's Stop for every outcome, not only Expired: a completed use's timer still fires", nil, skipsStop},
+		{"a walk lets go without reading the count: a drop that found it walked left a list mostly dead", nil, leaveSkipsCount},
+		{"a drop compacts a list a walk reads", nil, dropIgnoresWalk},
 		{"a panicking try drops the outcome left for it", func(m *movesTable) {
 			m.abandon = func(s int64, withdraw bool) (int64, settled) {
 				if withdraw {
