@@ -132,6 +132,7 @@ type path struct {
 	retC, retA, retH uint8
 	drop             uint8 // detach's drops: the next of the use's lists
 	nextAll          bool  // leave, again: the next round is over every operation
+	counted, sawDead bool  // fault countBeforeLetGo: leave read the count before letting go, and what it saw
 }
 
 // useObs is what happened to one use.
@@ -218,6 +219,7 @@ const (
 	skipsStop                   // detach skips the timer's Stop whatever the outcome, as it does for Expired
 	leaveSkipsCount             // a walk lets go without reading the count: drops that found it walked left compacting to it
 	dropIgnoresWalk             // a drop compacts without checking that no walk holds the list
+	countBeforeLetGo            // a walk reads the count before it lets go: a drop between the two sees the list walked
 )
 
 // detachWrote is world.firstBy once detach has cleared Op.first (fault
@@ -922,11 +924,19 @@ func (w *world) walkStep(i int, p *path, answer int) {
 		fallthrough
 	case 24:
 		l := &w.lists[p.list]
+		if w.fault == countBeforeLetGo && !p.counted { // (the fault) the count first
+			p.counted, p.sawDead = true, l.dead > 0 && (!p.handOff || l.crowded())
+			return
+		}
 		next, again, all := stateMoves.leave(l.word)
 		l.word = next
 		p.pc = 26
-		if w.fault == leaveSkipsCount {
+		switch {
+		case w.fault == leaveSkipsCount:
 			p.pc = 21
+		case w.fault == countBeforeLetGo:
+			p.pc = map[bool]uint8{true: 27, false: 21}[p.sawDead]
+			p.counted, p.sawDead = false, false
 		}
 		if again {
 			p.nextAll, p.pc = all, 25
@@ -1445,6 +1455,7 @@ func TestCheckerCatchesFaults(t *testing.T) {
 		{"detach skips the timer's Stop for every outcome, not only Expired: a completed use's timer still fires", nil, skipsStop},
 		{"a walk lets go without reading the count: a drop that found it walked left a list mostly dead", nil, leaveSkipsCount},
 		{"a drop compacts a list a walk reads", nil, dropIgnoresWalk},
+		{"a walk reads the count before it lets go: a drop between the two leaves a list mostly dead", nil, countBeforeLetGo},
 		{"a panicking try drops the outcome left for it", func(m *movesTable) {
 			m.abandon = func(s int64, withdraw bool) (int64, settled) {
 				if withdraw {
