@@ -700,17 +700,16 @@ func (w *world) compact(c int8, all, byWalk bool) {
 	if l.word&wordHeld != 0 && !byWalk {
 		w.fail("list %d compacted while a walk reads its entries", c)
 	}
-	removed := w.keepLive(&l.entries, &l.nent, l.nent)
+	w.keepLive(l, &l.entries, &l.nent, l.nent)
 	if all {
-		removed += w.keepLive(&l.heap, &l.nheap, l.nheap)
+		w.keepLive(l, &l.heap, &l.nheap, l.nheap)
 	}
-	l.n -= removed
-	l.dead -= removed
 }
 
-// keepLive removes the dead among the first k of es[:*n], keeping the
-// others in order, and returns how many it removed.
-func (w *world) keepLive(es *[maxEntries]gen, n *uint8, k uint8) int8 {
+// keepLive removes the dead among the first k of es[:*n], one of list l's
+// parts, keeping the others in order, and takes them off l's count
+// (watchList.removed).
+func (w *world) keepLive(l *listModel, es *[maxEntries]gen, n *uint8, k uint8) {
 	var kept [maxEntries]gen
 	j := uint8(0)
 	for i, g := range es[:*n] {
@@ -721,7 +720,8 @@ func (w *world) keepLive(es *[maxEntries]gen, n *uint8, k uint8) int8 {
 	}
 	removed := int8(*n - j)
 	*es, *n = kept, j
-	return removed
+	l.n -= removed
+	l.dead -= removed
 }
 
 // tidy is tidy, after a walk's round: a round over every operation compacts
@@ -735,9 +735,7 @@ func (w *world) tidy(c int8, handOff bool, passed uint8) {
 	case !handOff:
 		w.compact(c, l.crowded(), true)
 	default:
-		removed := w.keepLive(&l.entries, &l.nent, min(passed, l.nent))
-		l.n -= removed
-		l.dead -= removed
+		w.keepLive(l, &l.entries, &l.nent, min(passed, l.nent)) // compactFront
 		if l.crowded() {
 			w.compact(c, true, true)
 		}
@@ -753,9 +751,7 @@ func (w *world) trimFront(c int8) {
 	for k < l.nent && !w.live(l.entries[k]) {
 		k++
 	}
-	removed := w.keepLive(&l.entries, &l.nent, k)
-	l.n -= removed
-	l.dead -= removed
+	w.keepLive(l, &l.entries, &l.nent, k)
 }
 
 // detachFirst is fault detachClearsFirst's detach of use g writing Op.first,
