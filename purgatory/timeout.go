@@ -82,7 +82,8 @@ func (o *Op) arm() {
 // armTimer arms the use's timeout, pinned (armedBit) since bind.
 // TryCompleteElseWatch holds the try bit, so detach finds timingWheel and
 // stops the timer (Op.detach says why). An outcome may have been left for
-// the tries since the caller looked: detach stops the timer all the same.
+// the tries since the caller looked: detach stops the timer all the same,
+// unless the outcome is Expired, which only the timer's own fire leaves.
 // The fire may come at once (a negative Timeout): it leaves Expired for the
 // tries.
 func (o *Op) armTimer() {
