@@ -1,6 +1,7 @@
 package purgatory_test
 
 import (
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -36,4 +37,40 @@ func TestOneAllocationPerOperation(t *testing.T) {
 		}
 	})
 	require.EqualValues(t, 1, allocs)
+}
+
+// recycled is lean, put back on a free list of one once the purgatory is
+// done with it.
+type recycled struct {
+	lean
+	free chan *recycled
+}
+
+func (r *recycled) Recycle() { r.free <- r }
+
+// A reused operation allocates nothing per use, watched under two keys as
+// under one: what a use under further keys needs (Op.more, and the array of
+// their lists) is kept for the next.
+func TestReusedOperationAllocatesNothing(t *testing.T) {
+	for _, keys := range [][]string{{"a"}, {"a", "b"}} {
+		t.Run(fmt.Sprint(len(keys), " keys"), func(t *testing.T) {
+			p := newPurgatory(t)
+			free := make(chan *recycled, 1)
+			free <- &recycled{free: free}
+			allocs := testing.AllocsPerRun(1000, func() {
+				op := <-free
+				op.ready.Store(false)
+				op.Timeout = time.Hour
+				if p.TryCompleteElseWatch(op, keys...) {
+					t.Fatal("completed at once")
+				}
+				op.ready.Store(true)
+				if p.CheckAndComplete(keys[0]) != 1 {
+					t.Fatal("not completed")
+				}
+			})
+			require.Zero(t, allocs)
+			require.Zero(t, p.Watched())
+		})
+	}
 }

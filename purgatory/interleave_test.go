@@ -118,7 +118,7 @@ type path struct {
 	g                gen // the use it works on
 	ok, no, solo     bool
 	handOff, armedAt bool
-	ctxStop          bool // detach found Op.stopCtx
+	ctxStop          bool // detach found Op.more.stopCtx
 	won              bool // the add's try passed: TryCompleteElsePark returns done
 	out              Outcome
 	unpin            int64
@@ -145,7 +145,7 @@ type useObs struct {
 	decidedWith            Outcome
 	recycled               uint8   // Recycle ran
 	trying                 uint8   // the path whose try runs, + 1
-	lists                  [2]int8 // the lists its watch linked it to (Op.first, Op.places), for detach's drops
+	lists                  [2]int8 // the lists its watch linked it to (Op.first, Op.more.places), for detach's drops
 	nlists                 uint8
 }
 
@@ -170,7 +170,7 @@ type world struct {
 	panics  bool   // a try may panic too (a third answer)
 	leveled bool   // the add watches at level 1 (TryCompleteElseWatchAt)
 	ctx     uint8
-	stopCtx bool   // Op.stopCtx: set by watchContext, taken by detach
+	stopCtx bool   // Op.more.stopCtx: set by watchContext, taken by detach
 	pkUse   uint64 // parking.use: the parked use's generation + 1, or 0
 	pkEnded uint8  // tokens in parking.ended (a buffer of one)
 	fault   walkFault
@@ -581,7 +581,7 @@ func (w *world) add(i int, p *path, answer int) {
 		o.lists[o.nlists] = w.cur[k]
 		o.nlists++
 		if w.first < 0 {
-			w.first, w.firstBy = w.cur[k], p.g // Op.first; a second key's list is one of Op.places
+			w.first, w.firstBy = w.cur[k], p.g // Op.first; a second key's list is one of Op.more.places
 		}
 		if p.linked++; p.linked == w.keys {
 			p.solo, p.pc = p.linked == 1, 3
@@ -616,7 +616,7 @@ func (w *world) add(i int, p *path, answer int) {
 		}
 	case 45: // context.AfterFunc
 		w.ctx, p.pc = ctxRegistered, 46
-	case 46: // Op.stopCtx kept for detach, which cannot run while the try bit is held
+	case 46: // Op.more.stopCtx kept for detach, which cannot run while the try bit is held
 		w.mustHoldTry(p.g, "watchContext")
 		w.stopCtx, p.pc = true, 5
 	case 5: // conclude: tryHeld's settle

@@ -167,30 +167,24 @@ type Op struct {
 	// (impl, core, timer) or the use (start), before the operation is
 	// watched anywhere or its timer armed; immutable after. A bind that
 	// loses reads none of them.
-	impl  Operation     // the embedding operation
-	core  *core         // the purgatory's settings and counters
-	start time.Duration // since settings.epoch, when bound; read only with an observer
+	impl Operation // the embedding operation
+	core *core     // the purgatory's settings and counters
 	// timer is the timeout, owned by the operation (initialised by bind):
 	// no allocation of its own, and no closure, since the operation is its
 	// Handler (opTimeout). Its methods are safe for concurrent use.
 	timer timingwheel.Timer
 
-	// Set by watch and watchContext while TryCompleteElseWatch holds the
-	// try bit, read with no lock by the use's detach (which says why),
-	// which clears places and stopCtx; first stays until the next use's
-	// bind clears it.
-	first   place       // the first key's watch list: most operations watch one key
-	places  []place     // further keys' watch lists
-	stopCtx func() bool // detaches the use from Context
-	timing  timing      // who lets go of the timeout's pin: written by bind and armTimer, read by detach as first is
-	_       [7]byte     // keeps Op at 200 bytes: at 192, state would end a line (see park)
+	// Set by watch (and by watchContext, bind, in more) while
+	// TryCompleteElseWatch holds the try bit, read with no lock by the use's
+	// detach (which says why); first stays until the next use's bind clears
+	// it.
+	first  place  // the first key's watch list: most operations watch one key
+	more   *more  // what few uses need (further keys, a context, an observer); nil until one does
+	timing timing // who lets go of the timeout's pin: written by bind and armTimer, read by detach as first is
 
 	// park is the operation's parking (park.go), made at its first
 	// TryCompleteElsePark by the goroutine that passes it, before its bind;
-	// nil if it was never parked. It also keeps state from ending a 64-byte
-	// line: at 192 bytes, an Op that starts a line would end it with state,
-	// and a try would touch the next line too, for the embedding type's
-	// first field (TestLayout; commit 84af236 measured it).
+	// nil if it was never parked.
 	park *parking
 
 	// Atomic. The one field of Op a try in CheckAndComplete reads (its watch
@@ -199,6 +193,27 @@ type Op struct {
 	// reads: a try then usually touches one cache line of the operation, not
 	// two (TestLayout).
 	state atomic.Int64 // the use's generation and Outcome, the try bits, the flags, the pins and an outcome left (state.go)
+}
+
+// more is the part of an operation's bookkeeping that few uses need, out of
+// Op so that every operation is smaller: Op is allocated with each fresh
+// request and scanned by the collector while it waits, and a W8 loop of fresh
+// operations spends a quarter of its CPU in the collector. It is made by the
+// first use that needs it (madeMore) and kept for the later ones; its fields
+// follow Op's rules for the fields beside it.
+type more struct {
+	places  []place       // further keys' watch lists: set by watch, cleared by detach
+	stopCtx func() bool   // detaches the use from Context: set by watchContext, cleared by detach
+	start   time.Duration // since settings.epoch, when bound; written by bind only with an observer
+}
+
+// madeMore returns o.more, making it if need be. The caller holds the try
+// bit, or binds the use.
+func (o *Op) madeMore() *more {
+	if o.more == nil {
+		o.more = new(more)
+	}
+	return o.more
 }
 
 // A Recycler is an Operation that the purgatory hands back once it is done
@@ -295,7 +310,7 @@ func (o *Op) complete(impl Operation, outcome Outcome) {
 	}
 	if obs := c.settings.observer; obs != nil {
 		defer callbacks(impl, outcome)
-		obs.OperationEnded(outcome, time.Since(c.settings.epoch)-o.start)
+		obs.OperationEnded(outcome, time.Since(c.settings.epoch)-o.more.start)
 		return
 	}
 	callbacks(impl, outcome)
@@ -354,8 +369,13 @@ func callbacks(impl Operation, outcome Outcome) {
 // (interleave_test.go).
 func (o *Op) detach(outcome Outcome) (c *core, unpin int64) {
 	s := o.state.Load() // ended: so nothing attaches after this
-	first, places, stopCtx := o.first, o.places, o.stopCtx
-	o.places, o.stopCtx = nil, nil // first stays for a relay of this use: bind clears it
+	first := o.first    // it stays for a relay of this use: bind clears it
+	var places []place
+	var stopCtx func() bool
+	if m := o.more; m != nil {
+		places, stopCtx = m.places, m.stopCtx
+		m.places, m.stopCtx = places[:0], nil // the next use appends to the same array
+	}
 	if bound(s) {
 		c = o.core // written before the bind that set boundBit
 	}
@@ -379,6 +399,7 @@ func (o *Op) detach(outcome Outcome) (c *core, unpin int64) {
 	for _, l := range places {
 		l.drop()
 	}
+	clear(places) // holds no list past the use
 	if len(places) > 0 {
 		c.counters.addExtra(-int64(len(places)))
 	}
@@ -430,7 +451,7 @@ func (o *Op) bind(impl Operation, c *core, tw *timingwheel.TimingWheel, pin int6
 		o.first = nil // the last use's (detach leaves it): no relay of that use reads it now, for its pin made the use over only after it read
 		o.timing = t
 		if c.settings.observer != nil {
-			o.start = time.Since(c.settings.epoch)
+			o.madeMore().start = time.Since(c.settings.epoch)
 		}
 		return genOf(s), true
 	}

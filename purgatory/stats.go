@@ -60,7 +60,7 @@ type core struct {
 // settings are fixed by New and only read afterwards.
 type settings struct {
 	observer   Observer            // nil: no clock is read per operation
-	epoch      time.Time           // Op.start is measured from here
+	epoch      time.Time           // Op.more.start is measured from here
 	onPanic    func(recovered any) // nil: recovered panics are logged
 	maxDelayed int                 // 0: no bound; see WithMaxDelayed
 	logger     *slog.Logger        // nil: slog.Default(), at each line

@@ -96,6 +96,6 @@ func (o *Op) armTimer() {
 // finds the stop function it keeps (as for armTimer).
 func (o *Op) watchContext() {
 	if o.pin(ctxBit) {
-		o.stopCtx = context.AfterFunc(o.Context, o.contextDone)
+		o.madeMore().stopCtx = context.AfterFunc(o.Context, o.contextDone)
 	}
 }

@@ -159,7 +159,8 @@ func (s *shards[K]) watchAt(o *Op, key K, level int64) bool {
 	if o.first == nil {
 		o.first = l
 	} else {
-		o.places = append(o.places, l)
+		m := o.madeMore()
+		m.places = append(m.places, l)
 		s.stats.addExtra(1)
 	}
 	l.linkAt(o, level)
