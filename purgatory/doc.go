@@ -125,8 +125,8 @@
 //
 // # Memory and cost
 //
-// Watch lists are sharded (512 shards by default) so callers working on
-// different keys do not contend. An operation ended by any path stops
+// Watch lists are sharded ([DefaultShards]: 64 per GOMAXPROCS, at most 512)
+// so callers working on different keys do not contend. An operation ended by any path stops
 // counting in Watched at once, and a key's list reclaims its place when the
 // key is next walked or once its ended operations outnumber its live ones,
 // so a list never holds more than twice what its live operations need, and

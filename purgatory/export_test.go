@@ -104,3 +104,6 @@ func (p *Purgatory[K]) Lists() int {
 	}
 	return n
 }
+
+// Shards returns how many watch-list shards p has.
+func (p *Purgatory[K]) Shards() int { return len(p.watchers.all) }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/bits"
+	"runtime"
 	"time"
 
 	"github.com/purgatory-go/purgatory/timingwheel"
@@ -12,8 +14,22 @@ import (
 // ErrInvalidOption is wrapped by every error New returns for a bad option.
 var ErrInvalidOption = errors.New("purgatory: invalid option")
 
-// DefaultShards is the default number of watch-list shards, as in Kafka.
-const DefaultShards = 512
+// DefaultShards returns the number of watch-list shards New makes without
+// [WithShards]: 64 for each of GOMAXPROCS at the time of the call, rounded up
+// to a power of two, and at most 512, Kafka's number.
+//
+// Each watch and each walk looks its key up in its shard's map, and the maps'
+// own lines (a header and a table per shard) are cache misses once there are
+// more shards than a core's cache keeps: on a small machine, fewer shards
+// than Kafka's cost less CPU per request at 10,000 keys and more
+// (docs/benchmarks.md). Two goroutines running at once contend for a shard
+// only when their keys share one: about 1 in 64 × GOMAXPROCS of their calls.
+func DefaultShards() int {
+	return min(1<<bits.Len(uint(64*runtime.GOMAXPROCS(0)-1)), maxDefaultShards)
+}
+
+// maxDefaultShards bounds DefaultShards: Kafka's number of shards.
+const maxDefaultShards = 512
 
 // An Option configures a Purgatory in [New].
 type Option func(*config)
@@ -55,7 +71,7 @@ func WithTimingWheel(tw *timingwheel.TimingWheel) Option {
 	return func(c *config) { c.wheel, c.wheelSet = tw, true }
 }
 
-// WithShards sets the number of watch-list shards (default [DefaultShards]).
+// WithShards sets the number of watch-list shards (default [DefaultShards]()).
 // More shards let more goroutines work on different keys without contending.
 func WithShards(n int) Option { return func(c *config) { c.shards = n } }
 

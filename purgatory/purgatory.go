@@ -40,7 +40,7 @@ func New[K comparable](name string, opts ...Option) (*Purgatory[K], error) {
 	if name == "" {
 		return nil, fmt.Errorf("%w: empty name; name each purgatory (it labels its metrics, and must be unique per registry)", ErrInvalidOption)
 	}
-	c := config{shards: DefaultShards}
+	c := config{shards: DefaultShards()}
 	for i, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("%w: option %d is nil", ErrInvalidOption, i)
