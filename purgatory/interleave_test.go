@@ -133,8 +133,6 @@ type path struct {
 	drop             uint8 // detach's drops: the next of the use's lists
 	nextAll          bool  // leave, again: the next round is over every operation
 	counted, sawDead bool  // fault countBeforeLetGo: leave read the count before letting go, and what it saw
-	held             bool  // complete is trySolo's: its walk owes its one list the drop (tryWalk.owed)
-	owed             int8  // the drops the walk's round owes its list (tryWalk.owed)
 }
 
 // useObs is what happened to one use.
@@ -222,7 +220,6 @@ const (
 	leaveSkipsCount             // a walk lets go without reading the count: drops that found it walked left compacting to it
 	dropIgnoresWalk             // a drop compacts without checking that no walk holds the list
 	countBeforeLetGo            // a walk reads the count before it lets go: a drop between the two sees the list walked
-	settleOnce                  // a walk that owes drops and finds another holding its list adds them and does not look again
 )
 
 // detachWrote is world.firstBy once detach has cleared Op.first (fault
@@ -301,7 +298,7 @@ func (w *world) needsShard(p *path) bool {
 	case pClose:
 		return p.pc == 1
 	case pCheck, pHandOff, pPushHand, pAdvance:
-		return p.pc == 0 || p.pc == 11 || p.pc == 22 || p.pc == 25 || p.pc == 27 || p.pc == 29 || p.pc == 20 && w.fault == takeBeforeLeave
+		return p.pc == 0 || p.pc == 11 || p.pc == 22 || p.pc == 25 || p.pc == 27 || p.pc == 20 && w.fault == takeBeforeLeave
 	}
 	return false
 }
@@ -858,8 +855,8 @@ func (w *world) walkStep(i int, p *path, answer int) {
 		next, r := stateMoves.solo(w.state, p.g, p.ok)
 		w.setState(next)
 		p.no = !p.ok
-		w.settled(p, r, outcomeOf(next), 10, true)
-	case 5: // apply (try: complete drops as any end does)
+		w.settled(p, r, outcomeOf(next), 10)
+	case 5: // apply
 		next, out := stateMoves.apply(w.state, p.g)
 		w.setState(next)
 		p.pc = 10
@@ -879,7 +876,7 @@ func (w *world) walkStep(i int, p *path, answer int) {
 	case 96: // unwind: abandonTry(false): an outcome left ends the use
 		next, r := stateMoves.abandon(w.state, false)
 		w.setState(next)
-		w.settled(p, r, outcomeOf(next), 97, false) // abandonTry's complete: no walk's end
+		w.settled(p, r, outcomeOf(next), 97)
 	case 97: // unwind: a hand-off's round stops here, then run goes on
 		if p.handOff {
 			p.next = p.nops
@@ -894,7 +891,7 @@ func (w *world) walkStep(i int, p *path, answer int) {
 			p.pc = 7
 			return
 		}
-		w.settled(p, r, outcomeOf(next), 10, false)
+		w.settled(p, r, outcomeOf(next), 10)
 	case 10: // relayedIn(w.word.Load())
 		p.pc = 12
 		if relayedIn(w.lists[p.list].word) {
@@ -923,11 +920,6 @@ func (w *world) walkStep(i int, p *path, answer int) {
 		fallthrough
 	case 24:
 		l := &w.lists[p.list]
-		if p.handOff && p.owed > 0 { // a hand-off's owed drops, count.Add, before it lets go
-			l.dead += p.owed
-			p.owed = 0
-			return
-		}
 		if w.fault == countBeforeLetGo && !p.counted { // (the fault) the count first
 			p.counted, p.sawDead = true, l.dead > 0 && (!p.handOff || l.crowded())
 			return
@@ -936,8 +928,6 @@ func (w *world) walkStep(i int, p *path, answer int) {
 		l.word = next
 		p.pc = 26
 		switch {
-		case p.owed > 0 && w.fault != noFault: // the faults below are of the count's read: the owed drops still settle
-			p.pc = 29
 		case w.fault == leaveSkipsCount:
 			p.pc = 21
 		case w.fault == countBeforeLetGo:
@@ -950,33 +940,9 @@ func (w *world) walkStep(i int, p *path, answer int) {
 	case 26: // leave, let go: count.Load(); compact if any is dead (a hand-off: if crowded)
 		l := &w.lists[p.list]
 		p.pc = 21
-		switch {
-		case p.owed > 0:
-			p.pc = 29
-		case l.dead > 0 && (!p.handOff || l.crowded()):
+		if l.dead > 0 && (!p.handOff || l.crowded()) {
 			p.pc = 27
 		}
-	case 29: // settle: the shard's mutex; if no walk holds the list, tidy, counting the owed drops
-		p.pc = 30
-		if w.lists[p.list].word&wordHeld != 0 {
-			w.shardMu = uint8(i)
-			return
-		}
-		w.lists[p.list].dead += p.owed
-		p.owed = 0
-		w.tidy(p.list, false, p.next)
-		p.pc = 21
-	case 30: // settle, under the mutex: another walk holds the list; count.Add(owed)
-		w.lists[p.list].dead += p.owed
-		p.owed, p.pc = 0, 31
-		if w.fault == settleOnce {
-			w.shardMu, p.pc = noPath, 21
-		}
-	case 31: // settle, under the mutex: walked() again; tidy if the other walk let go meanwhile
-		if w.lists[p.list].word&wordHeld == 0 {
-			w.tidy(p.list, false, p.next)
-		}
-		w.shardMu, p.pc = noPath, 21
 	case 27: // leave, let go: under the shard's mutex, tidy unless another walk holds the list
 		p.pc = 21
 		if w.lists[p.list].word&wordHeld == 0 {
@@ -990,9 +956,7 @@ func (w *world) walkStep(i int, p *path, answer int) {
 		case relayedIn(w.lists[p.list].word):
 			p.pc = 22
 		}
-	case 25: // leave, again: tidy, counting the owed drops, and the next round's entries, under the mutex (all: the heap's too)
-		w.lists[p.list].dead += p.owed
-		p.owed = 0
+	case 25: // leave, again: tidy, and the next round's entries, under the mutex (all: the heap's too)
 		w.tidy(p.list, p.handOff, p.next)
 		p.handOff = !p.nextAll
 		l := &w.lists[p.list]
@@ -1003,12 +967,11 @@ func (w *world) walkStep(i int, p *path, answer int) {
 	}
 }
 
-// settled completes a use a try ended, as trySolo and try do: with held,
-// trySolo's, whose walk owes the use's one list its drop.
-func (w *world) settled(p *path, r settled, out Outcome, ret uint8, held bool) {
+// settled completes a use a try ended, as trySolo and try do.
+func (w *world) settled(p *path, r settled, out Outcome, ret uint8) {
 	p.pc = ret
 	if r == settleWon || r == settleApplied {
-		p.out, p.retC, p.pc, p.held = out, ret, pcComplete, held
+		p.out, p.retC, p.pc = out, ret, pcComplete
 	}
 }
 
@@ -1058,15 +1021,7 @@ func (w *world) subroutine(i int, p *path) {
 	case pcDrop: // drop on the next list: count.Add(1); compact if crowded and not walked
 		o := w.use(p.g)
 		if p.drop == o.nlists {
-			p.held, p.pc = false, pcComplete+2
-			return
-		}
-		if p.held { // trySolo's: its walk owes the drop on the use's one list, which must be the walk's
-			if o.nlists != 1 || o.lists[0] != p.list {
-				w.fail("use %d, ended by a solo try of list %d's walk, was linked to %d lists, the first %d", p.g, p.list, o.nlists, o.lists[0])
-			}
-			p.owed++
-			p.drop++
+			p.pc = pcComplete + 2
 			return
 		}
 		l := &w.lists[o.lists[p.drop]]
@@ -1497,7 +1452,6 @@ func TestCheckerCatchesFaults(t *testing.T) {
 		{"a walk lets go without reading the count: a drop that found it walked left a list mostly dead", nil, leaveSkipsCount},
 		{"a drop compacts a list a walk reads", nil, dropIgnoresWalk},
 		{"a walk reads the count before it lets go: a drop between the two leaves a list mostly dead", nil, countBeforeLetGo},
-		{"a walk that owes drops and finds its list walked adds them and does not look again: the other walk's leave read the count first", nil, settleOnce},
 		{"a panicking try drops the outcome left for it", func(m *movesTable) {
 			m.abandon = func(s int64, withdraw bool) (int64, settled) {
 				if withdraw {

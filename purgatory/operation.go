@@ -293,13 +293,8 @@ func (o *Op) endAt(g gen, impl Operation, outcome Outcome) bool {
 // callback runs even if the one before it panicked; the panic then continues
 // once they have run. Then it lets go of the ending pin, which may make the
 // use over.
-func (o *Op) complete(impl Operation, outcome Outcome) { o.completeIn(impl, outcome, false) }
-
-// completeIn is complete, for a solo use ended by the walk of its one list
-// (owed): detach does not drop it there, for the walk counts that drop
-// itself (tryWalk.trySolo).
-func (o *Op) completeIn(impl Operation, outcome Outcome, owed bool) {
-	c, unpin := o.detach(outcome, owed)
+func (o *Op) complete(impl Operation, outcome Outcome) {
+	c, unpin := o.detach(outcome)
 	defer o.finish(endingBit | unpin)
 	if c == nil {
 		callbacks(impl, outcome)
@@ -344,9 +339,8 @@ func callbacks(impl Operation, outcome Outcome) {
 }
 
 // detach takes the ended use off its timer and context, tells each of its
-// watch lists that its entry there is dead (unless owed: then the walk that
-// ended it counts it in its one list), and clears its places for the next
-// use. It returns the purgatory's core, nil if the operation was never
+// watch lists that its entry there is dead, and clears its places for the
+// next use. It returns the purgatory's core, nil if the operation was never
 // bound, and the pins whose part it ended (a timeout it stopped before the
 // fire, a context callback it stopped before it ran), for the caller to let
 // go of with its own.
@@ -373,7 +367,7 @@ func callbacks(impl Operation, outcome Outcome) {
 // a relay's read of Op.first against a later use's bind or watch), and
 // catches a detach that clears Op.first, and a relay without its pin
 // (interleave_test.go).
-func (o *Op) detach(outcome Outcome, owed bool) (c *core, unpin int64) {
+func (o *Op) detach(outcome Outcome) (c *core, unpin int64) {
 	s := o.state.Load() // ended: so nothing attaches after this
 	first := o.first    // it stays for a relay of this use: bind clears it
 	var places []place
@@ -399,7 +393,7 @@ func (o *Op) detach(outcome Outcome, owed bool) (c *core, unpin int64) {
 	if stopCtx != nil && stopCtx() {
 		unpin |= ctxBit // its callback will not run
 	}
-	if first != nil && !owed {
+	if first != nil {
 		first.drop()
 	}
 	for _, l := range places {
@@ -416,7 +410,7 @@ func (o *Op) detach(outcome Outcome, owed bool) (c *core, unpin int64) {
 // operation was withdrawn (abandonMove): it leaves nothing watched, armed or
 // counted.
 func (o *Op) withdraw() {
-	c, unpin := o.detach(Pending, false) // withdrawn: no outcome
+	c, unpin := o.detach(Pending) // withdrawn: no outcome
 	defer o.unpin(endingBit | unpin)
 	if c != nil {
 		c.counters.add(-1)

@@ -195,18 +195,17 @@ type tryWalk struct {
 	holding entry         // the operation whose try bit this walk holds, if any
 	list    walkList      // the key's list this walk holds, until it leaves it
 	word    *atomic.Int64 // the list's walking word: read after each try, for uses handed to the walk
-	owed    int64         // the drops this round owes list: the solo uses it ended (trySolo)
 	handOff bool          // this round stops at its first "no"
 }
 
 // walkList is a key's watch list as a walk holds it, whatever the key's type.
 type walkList interface {
 	// leave ends a round of the walk, which read passed entries (a
-	// hand-off's, if handOff) and owes the list owed drops (tryWalk.trySolo),
-	// and compacts what the round passed, unless another walk asked for one
-	// more round: then it returns the entries that round reads and again,
-	// and all if it is over every operation (not only a hand-off's).
-	leave(handOff bool, passed int, owed int64) (ops []entry, again, all bool)
+	// hand-off's, if handOff), and compacts what the round passed, unless
+	// another walk asked for one more round: then it returns the entries
+	// that round reads and again, and all if it is over every operation
+	// (not only a hand-off's).
+	leave(handOff bool, passed int) (ops []entry, again, all bool)
 	// takeRelayed returns the solo uses handed to the walk with an outcome
 	// left (Op.relay), and forgets them; after the walk has let go
 	// (gone), none if another walk holds the list by now.
@@ -219,8 +218,8 @@ type walkList interface {
 func (w *tryWalk) run() {
 	for w.list != nil {
 		w.tryEach()
-		ops, again, all := w.list.leave(w.handOff, w.next, w.owed)
-		w.ops, w.next, w.owed = ops, 0, 0
+		ops, again, all := w.list.leave(w.handOff, w.next)
+		w.ops, w.next = ops, 0
 		if !again {
 			l := w.list
 			w.list = nil
@@ -266,19 +265,14 @@ func (w *tryWalk) tryEach() {
 
 // trySolo ends the walk's try of e's solo use, made without the try bit,
 // which returned ok (the steps at Op.relay), and reports whether it said
-// no. A use it ends is in no list but this one, its Op.first: its detach
-// does not drop it there, for the walk counts that drop (owed), before the
-// callbacks can panic, and leave adds all it counted in one atomic add, that
-// of its compaction, where each drop was an atomic add of its own.
+// no.
 func (w *tryWalk) trySolo(e entry, ok bool) (no bool) {
 	switch r, out := e.op.soloTried(e.gen, ok); r {
 	case settleWon:
 		w.won++
-		w.owed++
-		e.op.completeIn(e.impl, out, true)
+		e.op.complete(e.impl, out)
 	case settleApplied:
-		w.owed++
-		e.op.completeIn(e.impl, out, true)
+		e.op.complete(e.impl, out)
 	}
 	return !ok
 }
@@ -410,35 +404,20 @@ func (s *shards[K]) enter(key K, level int64, kind walkKind) (*watchList[K], []e
 // and leaves the entries it completed at the front to the next hand-off's
 // enter (trimFront), which holds the shard's mutex anyway, so that a
 // hand-off takes the mutex once (a walk over every operation passes them,
-// and compacts the list as it leaves). Drops that found the list walked left
-// compacting to it. It does so after it lets go of the list, so that a drop
-// either sees the walk over (and compacts itself) or is seen here. If
-// another walk asked for one more round, it keeps the turn and compacts
-// under the mutex instead, and returns what that round reads: for a round
-// over every operation, all of them (a CheckAndComplete's round tries the
-// heap too).
-//
-// The drops the round owes (trySolo) are counted by a hand-off before it
-// lets go, as the drops would have been, and by a round over every operation
-// in the atomic add of the compaction it makes after it lets go (settle), or
-// as drops are if another walk holds the list by then. Meanwhile a
-// compaction may take out the entries they are for: the count's dead part is
-// signed for such passings, and exact at rest (the interleaving checker
-// holds it).
-func (l *watchList[K]) leave(handOff bool, passed int, owed int64) ([]entry, bool, bool) {
-	if handOff && owed != 0 {
-		l.count.Add(owed) // as the drops would have, before the walk lets go
-		owed = 0
-	}
+// and compacts the list as it leaves). Drops that found the list walked left compacting to it. It
+// does so after it lets go of the list, so that a drop either sees the walk
+// over (and compacts itself) or is seen here. If another walk asked for one
+// more round, it keeps the turn and compacts under the mutex instead, and
+// returns what that round reads: for a round over every operation, all of
+// them (a CheckAndComplete's round tries the heap too).
+func (l *watchList[K]) leave(handOff bool, passed int) ([]entry, bool, bool) {
 	again, all := l.letGo()
 	sh := l.shard
 	if !again {
-		if owed != 0 {
-			l.settle(owed)
-		} else if count := l.count.Load(); anyDead(count) && (!handOff || l.crowded(count)) {
+		if count := l.count.Load(); anyDead(count) && (!handOff || l.crowded(count)) {
 			sh.mu.Lock()
 			if !l.walked() {
-				l.tidy(handOff, passed, 0)
+				l.tidy(handOff, passed)
 			}
 			sh.mu.Unlock()
 		}
@@ -446,47 +425,25 @@ func (l *watchList[K]) leave(handOff bool, passed int, owed int64) ([]entry, boo
 	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	l.tidy(handOff, passed, owed)
+	l.tidy(handOff, passed)
 	if all {
 		return l.walkable(), true, true
 	}
 	return l.ops(), true, false
 }
 
-// settle is leave's for a round over every operation that owes drops and has
-// let go: under the shard's mutex, it compacts with them, or, if another walk
-// holds the list by now, adds them to the count and leaves compacting to
-// that walk, which reads the count after it lets go. That walk may have let
-// go between the look and the add, so it looks again after the add: one of
-// the two sees the other, as with a drop.
-func (l *watchList[K]) settle(owed int64) {
-	l.shard.mu.Lock()
-	defer l.shard.mu.Unlock()
-	if l.walked() {
-		if l.count.Add(owed); l.walked() {
-			return
-		}
-		owed = 0
-	}
-	l.tidy(false, 0, owed)
-}
-
-// tidy compacts after a round (see leave), counting owed drops with the
-// entries it removes (a hand-off owes none by now). The caller holds the
-// shard's mutex and the walk, or has seen that nobody holds it.
-func (l *watchList[K]) tidy(handOff bool, passed int, owed int64) {
-	count := l.count.Load() + owed
+// tidy compacts after a round (see leave). The caller holds the shard's
+// mutex and the walk, or has seen that nobody holds it.
+func (l *watchList[K]) tidy(handOff bool, passed int) {
+	count := l.count.Load()
 	switch {
 	case !anyDead(count):
-		if owed != 0 { // a compaction got ahead of drops: nothing to remove
-			l.count.Add(owed)
-		}
 	case !handOff:
-		l.compactLocked(l.crowded(count), owed)
+		l.compactLocked(l.crowded(count))
 	default:
 		l.compactFront(passed)
 		if count := l.count.Load(); l.crowded(count) {
-			l.compactLocked(true, 0)
+			l.compactLocked(true)
 		}
 	}
 }

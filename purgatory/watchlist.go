@@ -12,28 +12,25 @@ import (
 //
 // Nobody moves an entry while the list is walked. An operation that ends does
 // not leave its lists itself; it tells each list that one of its entries is
-// dead (drop, an atomic add; a walk that ends a solo use of its list counts
-// that drop itself, and adds all it counted in one: tryWalk.trySolo), and the
-// list compacts in place, under its shard's mutex: when a drop makes its dead
-// entries outnumber its live ones, or when a walk leaves it with any dead (the
-// walk has just read them all). A list therefore never holds more than twice
-// the entries its live operations need, and a list whose last operation ends
-// is emptied at once, with no purge pass to schedule or to pay for. (Kafka
-// keeps completed operations in its lists until a key is checked or a purge
-// sweeps every list; its first design ran out of memory here, KAFKA-664, and
-// the sweep costs its reaper several times the timer work at high request
-// rates.) So an expiry costs one atomic add per key, and the lock once per
-// half a list's worth of expiries, where unlinking each took the lock each
-// time; a walk takes it once as it leaves, however many it completed.
+// dead (drop, an atomic add), and the list compacts in place, under its
+// shard's mutex: when a drop makes its dead entries outnumber its live ones,
+// or when a walk leaves it with any dead (the walk has just read them all). A
+// list therefore never holds more than twice the entries its live operations
+// need, and a list whose last operation ends is emptied at once, with no purge
+// pass to schedule or to pay for. (Kafka keeps completed operations in its
+// lists until a key is checked or a purge sweeps every list; its first design
+// ran out of memory here, KAFKA-664, and the sweep costs its reaper several
+// times the timer work at high request rates.) So an expiry costs one atomic
+// add per key, and the lock once per half a list's worth of expiries, where
+// unlinking each took the lock each time; a walk takes it once as it leaves,
+// however many it completed.
 
 // place is a key's watch list as an operation sees it, whatever the key's
 // type: the list it must tell when it ends, and, for a solo use, the list
 // whose walk it hands an outcome to (Op.relay).
 type place interface {
 	// drop counts one of the list's entries dead: its operation has ended.
-	// It is called once for each time the operation was linked there,
-	// unless the operation is a solo use a walk of the list ended: that
-	// walk counts the drop itself (tryWalk.trySolo).
+	// It is called once for each time the operation was linked there.
 	drop()
 	// walked reports whether a walk of the list is under way.
 	walked() bool
@@ -58,8 +55,7 @@ type place interface {
 //     never comes back, though its operation may, in a later use, with an
 //     entry of its own. count holds len(entries) and how many have been
 //     dropped: each operation that ends drops once from each list it was
-//     linked to (detach; for a solo use a walk of the list ended, that
-//     walk's leave), and compact subtracts the dead entries it removes.
+//     linked to (detach), and compact subtracts the dead entries it removes.
 //     The two may pass each other (compact may remove an operation whose
 //     end has not dropped yet), so the dead count is signed and exact only
 //     at rest.
@@ -281,18 +277,16 @@ func (l *watchList[K]) compact(all bool) {
 	l.shard.mu.Lock()
 	defer l.shard.mu.Unlock()
 	if !l.walked() {
-		l.compactLocked(all, 0)
+		l.compactLocked(all)
 	}
 }
 
 // compactLocked removes the dead entries, keeping the live ones in order, and
 // moves them to an array twice their size if the old one is mostly unused;
-// with all, it filters the heap too. It counts owed drops (leave's) in the
-// same atomic add as what it removes. The caller holds the shard's mutex and
+// with all, it filters the heap too. The caller holds the shard's mutex and
 // either holds the walk or has seen that nobody does.
-func (l *watchList[K]) compactLocked(all bool, owed int64) {
+func (l *watchList[K]) compactLocked(all bool) {
 	if l.vacant() {
-		l.removedOwing(0, owed) // remove emptied it: the drops count for nothing, as a late drop's
 		return
 	}
 	live := l.entries[:0]
@@ -309,7 +303,7 @@ func (l *watchList[K]) compactLocked(all bool, owed int64) {
 		removed += lv.filter()
 		l.setLeveled(len(lv.levels) > 0)
 	}
-	l.removedOwing(removed, owed)
+	l.removed(removed)
 }
 
 // compactFront removes the dead among the first n entries, the ones a
@@ -374,17 +368,11 @@ func (l *watchList[K]) shift() {
 
 // removed accounts for n entries compaction took out, and lets the shard
 // forget the list once it is empty. The caller holds the shard's mutex.
-func (l *watchList[K]) removed(n int) { l.removedOwing(n, 0) }
-
-// removedOwing is removed, counting owed drops in the same atomic add.
-func (l *watchList[K]) removedOwing(n int, owed int64) {
+func (l *watchList[K]) removed(n int) {
 	if n == 0 {
-		if owed != 0 {
-			l.count.Add(owed)
-		}
 		return
 	}
-	l.count.Add(owed - int64(n)*(oneEntry+1))
+	l.count.Add(-int64(n) * (oneEntry + 1))
 	sh := l.shard
 	if l.vacant() { // the map holds it: a list out of the map holds no entries (see the invariants)
 		sh.empty++
