@@ -126,10 +126,11 @@
 // # Memory and cost
 //
 // Watch lists are sharded ([DefaultShards]: 64 per GOMAXPROCS, at most 512)
-// so callers working on different keys do not contend. An operation ended by any path stops
-// counting in Watched at once, and a key's list reclaims its place when the
-// key is next walked or once its ended operations outnumber its live ones,
-// so a list never holds more than twice what its live operations need, and
-// watch-list memory needs no purge pass (Kafka's purge interval). Timeouts run
-// on a [timingwheel.TimingWheel]: O(1) to start and to stop.
+// so callers working on different keys do not contend. An operation ended by
+// any path stops counting in Watched at once, and a key's list reclaims its
+// place when the key is next walked or once its ended operations outnumber
+// its live ones, so a list never holds more than twice what its live
+// operations need, and watch-list memory needs no purge pass (Kafka's purge
+// interval). Timeouts run on a [timingwheel.TimingWheel]: O(1) to start and
+// to stop.
 package purgatory
