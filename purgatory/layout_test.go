@@ -25,7 +25,8 @@ func TestLayout(t *testing.T) {
 	require.EqualValues(t, cacheline.Size, unsafe.Sizeof(slotBlock{}), "a P's slots are one block")
 	var l watchList[string]
 	require.LessOrEqual(t, unsafe.Offsetof(l.entries)+unsafe.Sizeof(l.entries), uintptr(64), "count, walk and entries, which every drop and walk touch, share the list's first cache line")
-	require.EqualValues(t, 64, unsafe.Sizeof(watchList[int]{}), "a list of an int key fits the 64-byte size class, whose objects are line-aligned")
+	require.EqualValues(t, 64, unsafe.Offsetof(watchList[int]{}.room), "a list of an int key fits its first 64 bytes, its room the next line")
+	require.EqualValues(t, 128, unsafe.Sizeof(watchList[int]{}), "a list of an int key with its room fits the 128-byte size class, whose objects are line-aligned")
 }
 
 // What a parked operation costs the collector: Op's size and the words of

@@ -190,6 +190,9 @@ func (s *shards[K]) remove(key K) []entry {
 		owed = &levelState{high: noLevel, relayed: l.lv.relayed}
 	}
 	l.entries, l.lv = nil, owed
+	if !l.walked() {
+		l.clearRoom() // else the walk reads it: the list keeps at most two ended operations, which the map no longer reaches
+	}
 	l.setHead(0)
 	l.setLeveled(false)
 	l.count.Store(0)
