@@ -20,7 +20,7 @@ import (
 
 func main() {
 	var (
-		workloads = flag.String("workload", "all", "comma-separated workloads: W1,W2,W2p,W3,W4,W5, the sweeps W2sweep, W5sweep, W5keys and W5over, W6, W6sweep, W7, W8, W8ledger, W9, W9sweep, W9race, W10, W10acq, soak, or all (all but soak)")
+		workloads = flag.String("workload", "all", "comma-separated workloads: W1,W2,W2p,W3,W4,W5, the sweeps W2sweep, W5sweep, W5keys and W5over, W6, W6sweep, W7, W8, W8ledger, W8pair, W9, W9sweep, W9race, W10, W10acq, soak, or all (all but soak)")
 		systems   = flag.String("system", "all", "comma-separated systems: "+strings.Join(timerSystems, ",")+" for W1–W4; "+strings.Join(purgatorySystems, ",")+" for W5; "+strings.Join(levelSystems, ",")+" for W6; "+strings.Join(scalingSystems, ",")+" for W7; "+strings.Join(w8Systems, ",")+" for W8; "+strings.Join(w9Systems, ",")+" for W9; "+strings.Join(w10Systems, ",")+" for W10; or all")
 		runs      = flag.Int("runs", 3, "processes per (system, workload); medians are reported")
 		quick     = flag.Bool("quick", false, "a hundredth of every size: a seconds-long smoke run")
@@ -151,6 +151,8 @@ func runChild(workload, system string, p params) error {
 		r, err = w8(system, p.goroutines, p)
 	case "W8ledger":
 		r, err = ledger(system, p)
+	case "W8pair":
+		r, err = w8pair(system, p)
 	case "W9":
 		r, err = w9(system, p)
 	case "W10":
@@ -223,7 +225,7 @@ func (j job) args(p params) []string {
 	return append(a, "-workload", w)
 }
 
-var allWorkloads = []string{"W1", "W2", "W2p", "W3", "W4", "W5", "W2sweep", "W5sweep", "W5keys", "W5over", "W6", "W6sweep", "W7", "W8", "W8ledger", "W9", "W9sweep", "W9race", "W10", "W10acq"}
+var allWorkloads = []string{"W1", "W2", "W2p", "W3", "W4", "W5", "W2sweep", "W5sweep", "W5keys", "W5over", "W6", "W6sweep", "W7", "W8", "W8ledger", "W8pair", "W9", "W9sweep", "W9race", "W10", "W10acq"}
 
 // w10Goroutines are W10acq's: uncontended and contended.
 var w10Goroutines = []int{1, 64}
@@ -337,6 +339,8 @@ func makePlan(workloads, systems string, runs int, p params) ([]job, error) {
 			known = w8Systems
 		case w == "W8ledger":
 			known = ledgerSystems
+		case w == "W8pair":
+			known = pairSystems
 		case strings.HasPrefix(w, "W9"):
 			known = w9Systems
 		case strings.HasPrefix(w, "W10"):

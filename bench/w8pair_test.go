@@ -1,0 +1,31 @@
+package main
+
+import (
+	"math"
+	"testing"
+)
+
+// W8pair's summary: the ratio is per pair, and the pairs split by lean's
+// speed against its median.
+func TestPairMetrics(t *testing.T) {
+	ours := []float64{2, 4, 2, 4}
+	lean := []float64{6, 8, 5, 8} // pairs 1 and 3 fast (above lean's median of 7)
+	got := pairMetrics(ours, lean)
+	want := map[string]float64{
+		"ratio":              (0.4 + 0.5) / 2, // ratios 1/3, 1/2, 2/5, 1/2
+		"ratio_min":          1.0 / 3,
+		"ratio_max":          0.5,
+		"ratio_lean_fast":    0.5,
+		"ratio_lean_slow":    (1.0/3 + 0.4) / 2,
+		"ops_per_cpu_s":      3,
+		"peer_ops_per_cpu_s": 7,
+	}
+	for m, w := range want {
+		if g, ok := got[m]; !ok || math.Abs(g-w) > 1e-9 {
+			t.Errorf("%s = %v (present %v), want %v", m, g, ok, w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("metrics %v, want exactly %v", got, want)
+	}
+}
