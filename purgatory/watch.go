@@ -190,8 +190,8 @@ func (s *shards[K]) remove(key K) []entry {
 		owed = &levelState{high: noLevel, relayed: l.lv.relayed}
 	}
 	l.entries, l.lv = nil, owed
-	if !l.walked() {
-		l.clearRoom() // else the walk reads it: the list keeps at most two ended operations, which the map no longer reaches
+	if !l.walked() { // else the walk may read the room: the list, out of the map, keeps its two until nothing holds the list
+		l.clearRoom()
 	}
 	l.setHead(0)
 	l.setLeveled(false)

@@ -122,8 +122,8 @@ type watchList[K comparable] struct {
 // of two on the line after the list's first: a list that never holds more
 // than two operations at once allocates nothing beyond itself, and its walk
 // reads two adjacent lines rather than two apart. (W5 at 100,000 keys, where
-// most lists hold one or two: 0.955x the CPU per request of a separate first
-// array, over 6 alternated pairs.)
+// most lists hold one or two: 0.936x the CPU per request of a separate first
+// array, over 8 alternated pairs.)
 func newWatchList[K comparable](key K, sh *shard[K]) *watchList[K] {
 	l := &watchList[K]{key: key, shard: sh}
 	l.entries = l.room[:0]
