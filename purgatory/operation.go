@@ -181,12 +181,6 @@ type Op struct {
 	first  place  // the first key's watch list: most operations watch one key
 	more   *more  // what few uses need (further keys, a context, an observer); nil until one does
 	timing timing // who lets go of the timeout's pin: written by bind and armTimer, read by detach as first is
-	// stripe is 1 + the P whose counter stripe the last use's end counted
-	// on, 0 before any: the next use counts its add there rather than look
-	// its P up again (a reused operation mostly comes back on the P it left,
-	// from a sync.Pool). Written by complete before the use is over, read by
-	// the next use's bind after the compare-and-swap that started it.
-	stripe uint32
 
 	// park is the operation's parking (park.go), made at its first
 	// TryCompleteElsePark by the goroutine that passes it, before its bind;
@@ -306,9 +300,8 @@ func (o *Op) complete(impl Operation, outcome Outcome) {
 		callbacks(impl, outcome)
 		return
 	}
-	p := procid.Hint() // once, for the outcome's count, the watchdog's slot and the next use's add
+	p := procid.Hint() // once, for the outcome's count and the watchdog's slot
 	c.counters.recordOn(p, outcome)
-	o.stripe = uint32(p) + 1
 	c.madeRoom()
 	if outcome != Cancelled { // no callback runs
 		if slot := c.dog.track(o, p); slot != nil {
@@ -447,6 +440,7 @@ func (o *Op) bind(impl Operation, c *core, tw *timingwheel.TimingWheel, pin int6
 	if s := o.state.Load(); bound(s) && over(s) && o.core != c { // core is immutable once a use is over
 		panic("purgatory: operation reused in another purgatory; an operation's later uses must go to the purgatory of its first, whose wheel holds its timeout")
 	}
+	c.counters.add(1) // before the use can end and be counted
 	r, s := o.bindState(set)
 	switch r {
 	case bindFresh:
@@ -454,14 +448,14 @@ func (o *Op) bind(impl Operation, c *core, tw *timingwheel.TimingWheel, pin int6
 		tw.InitTimer(&o.timer, (*opTimeout)(o))
 		fallthrough
 	case bindReused:
-		c.counters.addOn(o.stripe, 1) // the try bit held since the compare-and-swap keeps the use from ending before this
-		o.first = nil                 // the last use's (detach leaves it): no relay of that use reads it now, for its pin made the use over only after it read
+		o.first = nil // the last use's (detach leaves it): no relay of that use reads it now, for its pin made the use over only after it read
 		o.timing = t
 		if c.settings.observer != nil {
 			o.madeMore().start = time.Since(c.settings.epoch)
 		}
 		return genOf(s), true
 	}
+	c.counters.add(-1)
 	switch r {
 	case bindEnded:
 		return 0, false

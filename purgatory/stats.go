@@ -108,18 +108,7 @@ func (c *counters) on(p int) *stripe {
 	return &c.stripes[p]
 }
 
-func (c *counters) add(n int64) { c.local().added.Add(n) }
-
-// addOn counts n added on the stripe hint names (Op.stripe: 1 + a P), or on
-// the caller's P's if hint is 0.
-func (c *counters) addOn(hint uint32, n int64) {
-	if hint == 0 {
-		c.add(n)
-		return
-	}
-	c.on(int(hint - 1)).added.Add(n)
-}
-
+func (c *counters) add(n int64)      { c.local().added.Add(n) }
 func (c *counters) addExtra(n int64) { c.local().extra.Add(n) }
 
 // recordOn counts an end with outcome o on P p's stripe.
