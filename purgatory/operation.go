@@ -72,10 +72,7 @@ type Operation interface {
 // that meets a try leaves its outcome for it (left), and the try's holder
 // ends the use, with Completed if the try passed and with the outcome left
 // otherwise, on its own goroutine. So an outcome is set only where no try
-// runs, and a try that passes always wins (issue 44; Kafka 4.x closed the
-// same gap for expiry with the operation's lock, KAFKA-19312, which a
-// library that cannot tell a try on the caller's own goroutine from
-// another's could not take).
+// runs, and a try that passes always wins.
 //
 // A use watched under one key is solo once TryCompleteElseWatch lets go: only
 // that key's walk tries it, without the try bit (a try costs a load, not two
@@ -90,10 +87,9 @@ type Operation interface {
 // until the relay has read where to). The move that clears the last one
 // makes the use over: it is recycled (Recycle), and bind may start the next
 // use, generation + 1. So a stale timeout, context callback or relay never
-// meets the next use, and a watch-list entry, which may outlive its use until its list
-// compacts, carries its generation, which every walk and every entry's path
-// (Close, CancelForKey, ForceCompleteForKey) compares before it tries or
-// ends.
+// meets the next use; a watch-list entry, which may outlive its use until its
+// list compacts, carries its generation, which every walk and every entry's
+// path (Close, CancelForKey, ForceCompleteForKey) compares before it acts.
 //
 // Where it waits, under each of its keys (watchlist.go, levels.go): a plain
 // watch, or a watch at a level the key has reached, is an entry of the key's
@@ -107,22 +103,17 @@ type Operation interface {
 // Attaching and detaching: watch, armTimer and watchContext attach the use
 // to its keys' lists, its timer and its context while TryCompleteElseWatch
 // holds its try bit; the winner of its outcome detaches it (detach, where
-// why that needs no lock is argued).
-//
-// The flag beside it:
-//
-//	Purgatory.closed set once, by Close, before Close walks the watch lists;
-//	                TryCompleteElseWatch reads it after watching, so an
-//	                operation Close's walk missed is ended Closed there.
+// why that needs no lock is argued). Close sets Purgatory.closed before it
+// walks the watch lists, and TryCompleteElseWatch reads it after watching, so
+// an operation Close's walk missed is ended Closed there.
 //
 // Lock order, the one place it is written: the try bit or a key's walk (both
 // turns), then Op.Locker (held only while TryComplete runs), then a shard's
-// mutex (shard.mu, which guards its map and its lists' entries and heaps).
-// A wheel shard's mutex
-// (inside Timer.Reset and Timer.Stop) is taken with no purgatory lock held;
-// bind's InitTimer takes none. No library lock is held while user code runs:
-// turns are flags that nobody waits on (whoever finds one taken asks its
-// holder for one more round, or leaves its outcome to it, and moves on).
+// mutex (shard.mu, which guards its map and its lists' entries and heaps). A
+// wheel shard's mutex (inside Timer.Reset and Timer.Stop) is taken with no
+// purgatory lock held; bind's InitTimer takes none. No library lock is held
+// while user code runs: turns are flags that nobody waits on (whoever finds
+// one taken asks its holder for one more round, or leaves its outcome to it).
 
 // Op is the purgatory's bookkeeping for one operation, to be embedded (by
 // value) in an [Operation]. Set Timeout (and optionally Context and Locker)
@@ -174,10 +165,9 @@ type Op struct {
 	// Handler (opTimeout). Its methods are safe for concurrent use.
 	timer timingwheel.Timer
 
-	// Set by watch (and by watchContext, bind, in more) while
-	// TryCompleteElseWatch holds the try bit, read with no lock by the use's
-	// detach (which says why); first stays until the next use's bind clears
-	// it.
+	// Set by watch (and by watchContext, bind, in more) while the try bit is
+	// held, read with no lock by the use's detach (which says why); first
+	// stays until the next use's bind clears it.
 	first  place  // the first key's watch list: most operations watch one key
 	more   *more  // what few uses need (further keys, a context, an observer); nil until one does
 	timing timing // who lets go of the timeout's pin: written by bind and armTimer, read by detach as first is
@@ -187,28 +177,24 @@ type Op struct {
 	// nil if it was never parked.
 	park *parking
 
-	// Atomic. The one field of Op a try in CheckAndComplete reads (its watch
-	// list holds impl), state, comes last, in Op's last word, next to the
-	// embedding operation's own first fields, which TryComplete most likely
-	// reads: a try then usually touches one cache line of the operation, not
-	// two (TestLayout).
+	// Atomic, and last: the one field of Op a walk's try reads (its list
+	// holds impl) sits next to the embedding operation's first fields, which
+	// TryComplete most likely reads, so a try usually touches one cache line
+	// of the operation, not two (TestLayout).
 	state atomic.Int64 // the use's generation and Outcome, the try bits, the flags, the pins and an outcome left (state.go)
 }
 
 // more is the part of an operation's bookkeeping that few uses need, out of
-// Op so that every operation is smaller: Op is allocated with each fresh
-// request and scanned by the collector while it waits, and a W8 loop of fresh
-// operations spends a quarter of its CPU in the collector. It is made by the
-// first use that needs it (madeMore) and kept for the later ones; its fields
-// follow Op's rules for the fields beside it.
+// Op, which is allocated with each fresh request and scanned by the collector
+// while it waits. The first use that needs it makes it (madeMore), and the
+// later ones keep it; its fields follow Op's rules for those beside it.
 type more struct {
 	places  []place       // further keys' watch lists: set by watch, cleared by detach
 	stopCtx func() bool   // detaches the use from Context: set by watchContext, cleared by detach
 	start   time.Duration // since settings.epoch, when bound; written by bind only with an observer
 }
 
-// madeMore returns o.more, making it if need be. The caller holds the try
-// bit, or binds the use.
+// madeMore returns o.more, made if need be, for the holder of the try bit.
 func (o *Op) madeMore() *more {
 	if o.more == nil {
 		o.more = new(more)
@@ -318,9 +304,8 @@ func (o *Op) complete(impl Operation, outcome Outcome) {
 
 // finish is complete's last step, once the callbacks have returned or
 // panicked: the token of a parked use for its waiter (park.go), then the
-// ending pin and the pins detach ended go. One deferred call, not two: a
-// second defer in complete cost every add+complete about 30 ns (reused
-// operation, one goroutine).
+// ending pin and the pins detach ended go: one deferred call, for a second
+// would cost every add+complete.
 func (o *Op) finish(pins int64) {
 	if pk := o.park; pk != nil {
 		pk.endedUse(o.gen())
@@ -349,8 +334,7 @@ func callbacks(impl Operation, outcome Outcome) {
 // timeout's fire (expire), which has begun and holds the pin: Stop would
 // return false. So detach does not call it, which would lock the timer's
 // shard of the wheel, where the driver collects the due timers, once per
-// expiry. The interleaving checker holds the premise: it fails if a detach
-// leaves a timer set.
+// expiry (the interleaving checker fails if a detach leaves a timer set).
 //
 // It reads what the use's add attached with no lock. watch, armTimer and
 // watchContext attach only inside TryCompleteElseWatch, which holds the
@@ -364,9 +348,8 @@ func callbacks(impl Operation, outcome Outcome) {
 // clears it, and a relay of the last use cannot race that bind or the next
 // use's watch, for the claim that relays pins the use (relayBit) until the
 // relay has read. The interleaving checker holds both premises (mustHoldTry;
-// a relay's read of Op.first against a later use's bind or watch), and
-// catches a detach that clears Op.first, and a relay without its pin
-// (interleave_test.go).
+// a relay's read of Op.first against a later bind or watch) and catches a
+// detach that clears Op.first and a relay without its pin.
 func (o *Op) detach(outcome Outcome) (c *core, unpin int64) {
 	s := o.state.Load() // ended: so nothing attaches after this
 	first := o.first    // it stays for a relay of this use: bind clears it
@@ -422,13 +405,13 @@ func (o *Op) withdraw() {
 // records the embedding operation and c, and initialises its timer on tw) or
 // a later one, once the last is over. The use starts with its try bit held,
 // for TryCompleteElseWatch's first tries, and with pin, its timeout's pin
-// (armedBit) or none, held as t says. It returns the use's generation. One compare-and-swap decides which
-// of two calls passing the same operation at once binds it, before either
-// writes a field; the other panics with the message for an operation in use.
-// It returns false if the operation had already ended before it was ever
-// added (ForceComplete), and panics with a message that says what to do for
-// a misuse: an operation in use, one whose last use is not over, or one
-// reused in another purgatory.
+// (armedBit) or none, held as t says, and returns the use's generation. One
+// compare-and-swap decides which of two calls passing the same operation at
+// once binds it, before either writes a field. It returns false if the
+// operation had ended before it was ever added (ForceComplete), and panics
+// with a message that says what to do for a misuse: an operation in use (the
+// loser of that race too), one whose last use is not over, or one reused in
+// another purgatory.
 func (o *Op) bind(impl Operation, c *core, tw *timingwheel.TimingWheel, pin int64, t timing) (gen, bool) {
 	set := turnHeld | pin // TryCompleteElseWatch's first tries; the timeout's pin (timing)
 	if o.Locker != nil {
