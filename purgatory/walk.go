@@ -99,7 +99,8 @@ func (p *Purgatory[K]) walkKey(key K, level int64, kind walkKind) int {
 	if l == nil {
 		return 0
 	}
-	w := tryWalk{walk: walk{ops: ops}, list: l, word: &l.walking, handOff: kind == walkHandOff}
+	var w tryWalk // set field by field: a composite literal is built aside and copied, which stalls the copy's loads
+	w.ops, w.list, w.word, w.handOff = ops, l, &l.walking, kind == walkHandOff
 	if !w.handOff {
 		prefetch(w.ops)
 	}
