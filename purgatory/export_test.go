@@ -7,7 +7,8 @@ import "fmt"
 // count matches its entries, dead and live; no list is mostly dead, so none
 // holds more than twice the entries its live operations need; and the shard
 // counts its empty lists right; a level heap is in order, and holds no
-// operation whose level has been reached. It returns the first broken one.
+// operation whose level has been reached; a shard's last list is its key's in
+// the map. It returns the first broken one.
 func (p *Purgatory[K]) ListsAtRest() error {
 	for i := range p.watchers.all {
 		sh := &p.watchers.all[i]
@@ -22,6 +23,9 @@ func (p *Purgatory[K]) ListsAtRest() error {
 }
 
 func (sh *shard[K]) atRest() error {
+	if l := sh.last; l != nil && sh.lists[l.key] != l {
+		return fmt.Errorf("key %v: the shard's last list is not the map's", l.key)
+	}
 	empty := 0
 	for key, l := range sh.lists {
 		if w := l.walking.Load(); !restingWord(walkWord(w)) {

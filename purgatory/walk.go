@@ -377,7 +377,7 @@ func (s *shards[K]) enter(key K, level int64, kind walkKind) (*watchList[K], []e
 	sh := s.of(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	l := sh.lists[key]
+	l := sh.list(key)
 	if l == nil {
 		return nil, nil
 	}

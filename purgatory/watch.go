@@ -27,8 +27,25 @@ type shard[K comparable] struct {
 	// user code runs.
 	mu    sync.Mutex
 	lists map[K]*watchList[K]
-	empty int                       // lists in the map with no operations
-	_     [cacheline.Size - 24]byte // internal/cacheline's rule: neighbouring shards' locks are a block apart
+	empty int // lists in the map with no operations
+	// last is the list that list last found or made, nil once it leaves the
+	// map: an add is mostly followed by a check of the same key, and a key's
+	// list stays in the map while it is busy, so comparing last's key first
+	// saves most busy keys' map lookups (a hash and a probe, about 14 ns).
+	last *watchList[K]
+	_    [cacheline.Size - 32]byte // internal/cacheline's rule: neighbouring shards' locks are a block apart
+}
+
+// list returns key's list, nil if it has none. The caller holds mu.
+func (sh *shard[K]) list(key K) *watchList[K] {
+	if l := sh.last; l != nil && l.key == key {
+		return l
+	}
+	l := sh.lists[key]
+	if l != nil {
+		sh.last = l
+	}
+	return l
 }
 
 const minEmpty = 64
@@ -148,11 +165,12 @@ func (s *shards[K]) watchAt(o *Op, key K, level int64) bool {
 		return false
 	}
 	sh.mu.Lock()
-	l := sh.lists[key]
+	l := sh.list(key)
 	switch {
 	case l == nil:
 		l = newWatchList(key, sh)
 		sh.lists[key] = l
+		sh.last = l
 	case l.vacant():
 		sh.empty--
 	}
@@ -177,13 +195,14 @@ func (s *shards[K]) remove(key K) []entry {
 	sh := s.of(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	l := sh.lists[key]
+	l := sh.list(key)
 	if l == nil {
 		return nil
 	}
 	if l.vacant() {
 		sh.empty-- // an empty list kept for reuse
 	}
+	sh.last = nil // it leaves the map
 	ops := slices.Clone(l.walkable())
 	var owed *levelState
 	if l.lv != nil && len(l.lv.relayed) > 0 {
@@ -226,4 +245,7 @@ func (sh *shard[K]) sweep() {
 		}
 	}
 	sh.empty = 0
+	if l := sh.last; l != nil && l.vacant() {
+		sh.last = nil // it left the map
+	}
 }
