@@ -327,7 +327,7 @@ func (l *watchList[K]) compactLocked(all bool) {
 		}
 	}
 	removed := len(l.entries) - l.head() - len(live)
-	clear(l.entries[len(live):])
+	clearEntries(l.entries[len(live):])
 	l.entries = shrunk(live)
 	l.clearRoom()
 	l.setHead(0)
@@ -336,6 +336,19 @@ func (l *watchList[K]) compactLocked(all bool) {
 		l.setLeveled(len(lv.levels) > 0)
 	}
 	l.removed(removed)
+}
+
+// clearEntries zeroes es, so that the list holds no ended operation: entry by
+// entry when es is short, as after most walks, for the runtime's clear, a call
+// that checks the write barrier first, costs more than a few stores.
+func clearEntries(es []entry) {
+	if len(es) > 4 {
+		clear(es)
+		return
+	}
+	for i := 0; i < len(es); i++ { // not a range loop, which compiles to clear's call
+		es[i] = entry{}
+	}
 }
 
 // compactFront removes the dead among the first n entries, the ones a
