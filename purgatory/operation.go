@@ -169,13 +169,8 @@ type Op struct {
 	// held, read with no lock by the use's detach (which says why); first
 	// stays until the next use's bind clears it.
 	first  place  // the first key's watch list: most operations watch one key
-	more   *more  // what few uses need (further keys, a context, an observer); nil until one does
+	more   *more  // what few uses need (further keys, a context, an observer, parking); nil until one does
 	timing timing // who lets go of the timeout's pin: written by bind and armTimer, read by detach as first is
-
-	// park is the operation's parking (park.go), made at its first
-	// TryCompleteElsePark by the goroutine that passes it, before its bind;
-	// nil if it was never parked.
-	park *parking
 
 	// Atomic, and last: the one field of Op a walk's try reads (its list
 	// holds impl) sits next to the embedding operation's first fields, which
@@ -192,9 +187,14 @@ type more struct {
 	places  []place       // further keys' watch lists: set by watch, cleared by detach
 	stopCtx func() bool   // detaches the use from Context: set by watchContext, cleared by detach
 	start   time.Duration // since settings.epoch, when bound; written by bind only with an observer
+	// park is the operation's parking (park.go), made at its first
+	// TryCompleteElsePark by the goroutine that passes it, before its bind;
+	// nil if it was never parked.
+	park *parking
 }
 
-// madeMore returns o.more, made if need be, for the holder of the try bit.
+// madeMore returns o.more, made if need be, for the holder of the try bit
+// (or, for parking, the goroutine that passes the operation, before bind).
 func (o *Op) madeMore() *more {
 	if o.more == nil {
 		o.more = new(more)
@@ -307,8 +307,8 @@ func (o *Op) complete(impl Operation, outcome Outcome) {
 // ending pin and the pins detach ended go: one deferred call, for a second
 // would cost every add+complete.
 func (o *Op) finish(pins int64) {
-	if pk := o.park; pk != nil {
-		pk.endedUse(o.gen())
+	if m := o.more; m != nil && m.park != nil {
+		m.park.endedUse(o.gen())
 	}
 	o.unpin(pins)
 }

@@ -155,10 +155,11 @@ func (p *Purgatory[K]) TryCompleteElsePark(op Operation, keys ...K) (_ Parked, d
 // calls it, before bind, whose compare-and-swap every later reader's load of
 // the state follows.
 func (o *Op) parking() *parking {
-	if o.park == nil {
-		o.park = &parking{ended: make(chan struct{}, 1)}
+	m := o.madeMore()
+	if m.park == nil {
+		m.park = &parking{ended: make(chan struct{}, 1)}
 	}
-	return o.park
+	return m.park
 }
 
 // Wait waits for the parked use to end, on the calling goroutine, and
@@ -194,7 +195,7 @@ func (w Parked) Wait() Outcome {
 	if !w.o.parkedOn(w.g) {
 		panic("purgatory: Parked.Wait called twice, or after its operation was passed again; call Wait once for each TryCompleteElsePark")
 	}
-	pk := w.o.park
+	pk := w.o.more.park
 	token, timed := false, false
 	defer func() { pk.leave(w.o, w.g, token, timed) }() // also when a callback run here panics
 	var timeout <-chan time.Time
