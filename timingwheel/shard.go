@@ -59,7 +59,7 @@ import (
 // rule: each is written by the goroutines of its own P.
 type shard struct {
 	shardState
-	_ [cacheline.Size - 48]byte // shardState is 176 bytes: TestShardLayout
+	_ [cacheline.Size - 56]byte // shardState is 184 bytes: TestShardLayout
 }
 
 type shardState struct {

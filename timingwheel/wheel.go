@@ -2,6 +2,7 @@ package timingwheel
 
 import (
 	"math"
+	"math/bits"
 	"time"
 	"unsafe"
 
@@ -38,6 +39,7 @@ type slot = bucket.Bucket[timer, *timer]
 type wheel struct {
 	tick   time.Duration // length of one tick
 	size   int64         // buckets per level
+	mask   int64         // size-1 if size is a power of two (the default), else 0: see bucketOf
 	levels []*level
 	queue  *delayqueue.Queue[*slot] // by tick
 	// near holds the timers whose deadline falls in the current tick or has
@@ -62,6 +64,7 @@ type level struct {
 
 type levelState struct {
 	tick     int64 // ticks per bucket
+	shift    int   // log2(tick) if tick is a power of two, else -1: see bucketOf
 	interval int64 // ticks the level spans: tick*size, saturated at MaxInt64
 	current  int64 // start of the current bucket, a multiple of tick
 	buckets  []slot
@@ -76,6 +79,9 @@ func newWheel(tick time.Duration, size int) *wheel {
 // init makes w an empty wheel in place (a shard holds its wheel by value).
 func (w *wheel) init(tick time.Duration, size int) {
 	w.tick, w.size = tick, int64(size)
+	if size&(size-1) == 0 {
+		w.mask = int64(size) - 1
+	}
 	w.queue = delayqueue.New[*slot]()
 	w.near.Init()
 	w.addLevel()
@@ -87,6 +93,10 @@ func (w *wheel) addLevel() {
 		below := w.levels[n-1]
 		lv.tick = below.interval
 		lv.current = below.current - below.current%lv.tick
+	}
+	lv.shift = -1
+	if lv.tick&(lv.tick-1) == 0 {
+		lv.shift = bits.TrailingZeros64(uint64(lv.tick))
 	}
 	lv.interval = math.MaxInt64
 	if lv.tick <= math.MaxInt64/w.size {
@@ -130,8 +140,8 @@ func (w *wheel) place(t *timer) (wake instant, ok bool) {
 		// i ahead of its current time, so the timer never lands in the bucket
 		// being expired.
 		if tick-lv.current < lv.interval {
-			v := tick / lv.tick
-			b := &lv.buckets[v%w.size]
+			v, i := w.bucketOf(lv, tick)
+			b := &lv.buckets[i]
 			b.Add(t)
 			if start := v * lv.tick; b.SetExpiration(start) {
 				w.queue.Offer(b, start)
@@ -140,6 +150,23 @@ func (w *wheel) place(t *timer) (wake instant, ok bool) {
 			return 0, false
 		}
 	}
+}
+
+// bucketOf returns the bucket of lv that tick falls in, v (tick / lv.tick,
+// counted from the wheel's start), and its index in lv.buckets. With a power
+// of two for size, every level's tick is one too, and a shift and a mask take
+// the place of two divisions, each about 3.6 ns on the 2-core machine, on the
+// path of every arm.
+func (w *wheel) bucketOf(lv *level, tick int64) (v, i int64) {
+	if lv.shift >= 0 {
+		v = tick >> lv.shift
+	} else {
+		v = tick / lv.tick
+	}
+	if w.mask != 0 {
+		return v, v & w.mask
+	}
+	return v, v % w.size
 }
 
 // stop takes t out of the wheel, making it idle, and reports whether it was

@@ -2,6 +2,7 @@ package timingwheel
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -136,7 +137,7 @@ func TestWheelSweep(t *testing.T) {
 	for _, cfg := range []struct {
 		tick time.Duration
 		size int
-	}{{time.Millisecond, 4}, {7 * time.Microsecond, 16}} {
+	}{{time.Millisecond, 4}, {7 * time.Microsecond, 16}, {time.Millisecond, 5}} { // 5: bucketOf divides
 		t.Run(fmt.Sprintf("tick=%v,size=%d", cfg.tick, cfg.size), func(t *testing.T) {
 			span := cfg.tick * time.Duration(cfg.size*cfg.size*cfg.size+cfg.size+2)
 			step := cfg.tick / 3
@@ -283,4 +284,28 @@ func TestWheelNextSkipsStaleNearEntries(t *testing.T) {
 	_, ok = w.next()
 	require.False(t, ok, "nothing pending, nothing to wake for")
 	require.Empty(t, w.nearHeap)
+}
+
+// bucketOf's shift and mask (a power of two for size) and its division (any
+// other size) agree with tick / lv.tick and that modulo size, on every level.
+func TestBucketOf(t *testing.T) {
+	for _, size := range []int{4, 5, 1024, 1000} {
+		w := newWheel(time.Millisecond, size)
+		for len(w.levels) < 4 {
+			w.addLevel()
+		}
+		rng := rand.New(rand.NewPCG(uint64(size), 1))
+		for _, lv := range w.levels {
+			require.Equal(t, lv.tick&(lv.tick-1) == 0, lv.shift >= 0, "size %d, level tick %d", size, lv.tick)
+			if size&(size-1) == 0 {
+				require.GreaterOrEqual(t, lv.shift, 0, "size %d: every level's tick is a power of two", size)
+			}
+			for range 1000 {
+				tick := rng.Int64N(1 << 50)
+				v, i := w.bucketOf(lv, tick)
+				require.Equal(t, tick/lv.tick, v, "size %d, level tick %d, tick %d", size, lv.tick, tick)
+				require.Equal(t, v%int64(size), i, "size %d, level tick %d, tick %d", size, lv.tick, tick)
+			}
+		}
+	}
 }
