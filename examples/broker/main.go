@@ -164,11 +164,22 @@ func run(ctx context.Context, c config, out io.Writer) (summary, error) {
 	// Clean shutdown: Close ends the requests still waiting with Outcome
 	// Closed (a real broker would answer them "shutting down"); then the
 	// wheel hands back the simulated replica acknowledgements still in
-	// flight. Every request has ended by then, so no request waits for them:
-	// a stopped broker discards them knowingly, and says so.
+	// flight, and no request waits for them: a stopped broker discards them
+	// knowingly, and says so. Close does not wait for a walk under way: an
+	// acknowledgement's CheckAndComplete, running on the wheel, ends the
+	// requests Close left Closed for it as it goes on. So the wheel's
+	// Shutdown, which waits for the callbacks it has started, comes before
+	// the counts are read (with Stop they fell short now and then, on a busy
+	// machine: requests ended after the read).
 	produces.Close()
 	fetches.Close()
-	s.acksLeftOnShutdown = len(tw.Stop())
+	stopCtx, stopped := context.WithTimeout(context.Background(), 10*time.Second)
+	defer stopped()
+	pending, err := tw.Shutdown(stopCtx)
+	if err != nil {
+		return s, err
+	}
+	s.acksLeftOnShutdown = len(pending)
 	s.produces, s.fetches = produces.Stats(), fetches.Stats()
 	s.producesEnded, s.fetchesEnded, s.endedTwice = b.producesEnded.Load(), b.fetchesEnded.Load(), b.endedTwice.Load()
 	s.wheelCallbackPanics = tw.Stats().Panics
