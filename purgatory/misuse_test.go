@@ -2,6 +2,7 @@ package purgatory_test
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -51,6 +52,39 @@ func TestTypedNilOperation(t *testing.T) {
 	testkit.Misuse(t, "purgatory: ", "nil pointer as its Operation", func() { p.TryCompleteElseWatch(typedNil, "k") })
 	testkit.Misuse(t, "purgatory: ", "nil pointer as its Operation", func() { purgatory.ForceComplete(typedNil) })
 	testkit.Misuse(t, "purgatory: ", "embed purgatory.Op by value", func() { p.TryCompleteElseWatch(nilPtrOp{}, "k") })
+	require.Equal(t, purgatory.Stats{}, p.Stats())
+}
+
+// innerOp embeds Op by value; outerOp reaches it through a pointer, nil here.
+type innerOp struct{ purgatory.Op }
+
+func (*innerOp) TryComplete() bool { return false }
+func (*innerOp) OnComplete()       {}
+func (*innerOp) OnExpiration()     {}
+
+type outerOp struct {
+	*innerOp
+	n int
+}
+
+// TestNilOpFurtherIn: an operation whose Op lies behind a nil pointer further
+// in than its own panics with the runtime's nil dereference (opOf says why
+// not the package's message), before anything is counted or bound.
+func TestNilOpFurtherIn(t *testing.T) {
+	p := newPurgatory(t)
+	for _, call := range []func(){
+		func() { p.TryCompleteElseWatch(&outerOp{}, "k") },
+		func() { purgatory.ForceComplete(&outerOp{}) },
+	} {
+		func() {
+			defer func() {
+				err, ok := recover().(runtime.Error)
+				require.True(t, ok, "want the runtime's nil dereference")
+				require.Contains(t, err.Error(), "nil pointer dereference")
+			}()
+			call()
+		}()
+	}
 	require.Equal(t, purgatory.Stats{}, p.Stats())
 }
 
