@@ -224,7 +224,9 @@ func (w *tryWalk) run() {
 		if !again {
 			l := w.list
 			w.list = nil
-			applyRelayed(l.takeRelayed(true)) // after leave let go: see queueRelay
+			if relayedIn(walkWord(w.word.Load())) { // takeRelayed's own first look, without its call through walkList
+				applyRelayed(l.takeRelayed(true)) // after leave let go: see queueRelay
+			}
 			return
 		}
 		w.handOff = !all
