@@ -92,8 +92,5 @@ func (p *Purgatory[K]) TryCompleteElseWatchAt(op Operation, at ...Level[K]) bool
 			p.watchers.hashes(a.Key)
 		}
 	}
-	return p.add(op, o, func() (distinct int) {
-		// watchAt reports false once o has ended from outside meanwhile.
-		return eachDistinctLevel(at, func(key K, level int64) bool { return p.watchers.watchAt(o, key, level) })
-	}, nil)
+	return p.add(op, o, &watches[K]{at: at}, nil)
 }

@@ -133,9 +133,7 @@ func (p *Purgatory[K]) TryCompleteElsePark(op Operation, keys ...K) (_ Parked, d
 			pk.leave(o, g, false, false)
 		}
 	}()
-	done = p.add(op, o, func() int {
-		return eachDistinct(keys, func(key K) bool { return p.watchers.watch(o, key) })
-	}, func(bg gen) { g, bound = bg, true; pk.use.Store(uint64(bg) + 1) })
+	done = p.add(op, o, &watches[K]{keys: keys}, func(bg gen) { g, bound = bg, true; pk.use.Store(uint64(bg) + 1) })
 	returned = true
 	switch {
 	case done:

@@ -111,21 +111,14 @@ func (p *Purgatory[K]) TryCompleteElseWatch(op Operation, keys ...K) bool {
 		panic("purgatory: TryCompleteElseWatch called with no keys; an operation must be watched under at least one")
 	}
 	p.watchers.mustHashKeys(keys)
-	if len(keys) == 1 { // most calls: no dedup, and one indirect call fewer
-		return p.add(op, o, func() int { return p.watchers.watchOne(o, keys[0]) }, nil)
-	}
-	return p.add(op, o, func() (distinct int) {
-		// watch reports false once o has ended from outside meanwhile.
-		return eachDistinct(keys, func(key K) bool { return p.watchers.watch(o, key) })
-	}, nil)
+	return p.add(op, o, &watches[K]{keys: keys}, nil)
 }
 
 // add is TryCompleteElseWatch's contract, for plain and level watches alike:
-// watch links o under its keys (until it finds o decided) and returns how many
-// distinct keys it linked. With parked (TryCompleteElsePark), the use is
+// w is what o is watched under. With parked (TryCompleteElsePark), the use is
 // bound with its timeout's pin, parked is told its generation before the use
 // can end, and nothing is armed: its waiter times it (park.go).
-func (p *Purgatory[K]) add(op Operation, o *Op, watch func() (distinct int), parked func(gen)) bool {
+func (p *Purgatory[K]) add(op Operation, o *Op, w *watches[K], parked func(gen)) bool {
 	o.mustHaveTimeout(op)
 	pin, t := o.timeoutPin(parked != nil)
 	g, bound := o.bind(op, &p.core, p.tw, pin, t)
@@ -135,13 +128,13 @@ func (p *Purgatory[K]) add(op Operation, o *Op, watch func() (distinct int), par
 	if parked != nil {
 		parked(g) // the try bit is held: the use cannot end before this
 	}
-	return p.tryElseWatch(op, o, watch, parked == nil)
+	return p.tryElseWatch(op, o, w, parked == nil)
 }
 
 // tryElseWatch is add's from bind, which left the try bit held, to its last
 // settle: a try, the watch, a try again, arming the timeout and the
 // context (if arm: not for a parked use), and conclude.
-func (p *Purgatory[K]) tryElseWatch(op Operation, o *Op, watch func() (distinct int), arm bool) bool {
+func (p *Purgatory[K]) tryElseWatch(op Operation, o *Op, w *watches[K], arm bool) bool {
 	try := firstTries{o: o, impl: op, held: true} // no other try of o runs until try.conclude
 	defer try.undo()                              // if TryComplete panics
 	if p.closed.Load() {
@@ -155,7 +148,7 @@ func (p *Purgatory[K]) tryElseWatch(op Operation, o *Op, watch func() (distinct 
 	}
 	solo := false
 	if !ok {
-		solo = watch() == 1 // from now on, only its key's walk tries it
+		solo = w.link(&p.watchers, o) == 1 // from now on, only its key's walk tries it
 		if ok = try.try(); !ok && !o.decided() && arm {
 			o.arm()
 		}

@@ -157,14 +157,6 @@ func (s *shards[K]) watch(o *Op, key K) bool {
 	return s.watchAt(o, key, noLevel)
 }
 
-// watchOne is watch for an operation's only key: the keys it linked, 1 or 0.
-func (s *shards[K]) watchOne(o *Op, key K) int {
-	if s.watchAt(o, key, noLevel) {
-		return 1
-	}
-	return 0
-}
-
 // watchAt is watch for an operation that waits until key reaches level
 // (noLevel: a plain watch).
 func (s *shards[K]) watchAt(o *Op, key K, level int64) bool {
