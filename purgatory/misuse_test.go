@@ -62,10 +62,7 @@ func (*innerOp) TryComplete() bool { return false }
 func (*innerOp) OnComplete()       {}
 func (*innerOp) OnExpiration()     {}
 
-type outerOp struct {
-	*innerOp
-	n int
-}
+type outerOp struct{ *innerOp }
 
 // TestNilOpFurtherIn: an operation whose Op lies behind a nil pointer further
 // in than its own panics with the runtime's nil dereference (opOf says why
