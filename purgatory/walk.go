@@ -1,7 +1,5 @@
 package purgatory
 
-import "sync/atomic"
-
 // The walks. A walk ends the operations of one key, one after another, with
 // no library lock held: CheckAndComplete and Advance try them (every one, or
 // those the key's level has made ready), HandOff tries them until one says
@@ -100,7 +98,7 @@ func (p *Purgatory[K]) walkKey(key K, level int64, kind walkKind) int {
 		return 0
 	}
 	var w tryWalk[K] // set field by field: a composite literal is built aside and copied, which stalls the copy's loads
-	w.ops, w.list, w.word, w.handOff = ops, l, &l.walking, kind == walkHandOff
+	w.ops, w.list, w.handOff = ops, l, kind == walkHandOff
 	if !w.handOff {
 		prefetch(w.ops)
 	}
@@ -198,7 +196,6 @@ type tryWalk[K comparable] struct {
 	walk
 	holding entry         // the operation whose try bit this walk holds, if any
 	list    *watchList[K] // the key's list this walk holds, until it leaves it
-	word    *atomic.Int64 // the list's walking word: read after each try, for uses handed to the walk
 	handOff bool          // this round stops at its first "no"
 }
 
@@ -213,7 +210,7 @@ func (w *tryWalk[K]) run() {
 		if !again {
 			l := w.list
 			w.list = nil
-			if relayedIn(walkWord(w.word.Load())) { // takeRelayed's own first look, without the call
+			if l.relayedAny() { // takeRelayed's own first look, without the call
 				applyRelayed(l.takeRelayed(true)) // after leave let go: see queueRelay
 			}
 			return
@@ -246,7 +243,7 @@ func (w *tryWalk[K]) tryEach() {
 			// which applies it below.
 			no = true
 		}
-		if relayedIn(walkWord(w.word.Load())) {
+		if w.list.relayedAny() { // uses handed to the walk since the last look
 			applyRelayed(w.list.takeRelayed(false))
 		}
 		if no && w.handOff {
@@ -392,18 +389,19 @@ func (s *shards[K]) enter(key K, level int64, kind walkKind) (*watchList[K], []e
 // leave ends a round of a walk, which read passed entries (a hand-off's, if
 // handOff), and returns the entries the next round reads, if another walk
 // asked for one (again; all: over every operation). A round that leaves
-// compacts what it passed if any entry is dead: a round over every operation compacts the whole list
-// (it has just read it all), and its heap too if the list is crowded; a
-// hand-off's compacts the whole list only if the dead outnumber the live,
-// and leaves the entries it completed at the front to the next hand-off's
-// enter (trimFront), which holds the shard's mutex anyway, so that a
-// hand-off takes the mutex once (a walk over every operation passes them,
-// and compacts the list as it leaves). Drops that found the list walked left compacting to it. It
-// does so after it lets go of the list, so that a drop either sees the walk
-// over (and compacts itself) or is seen here. If another walk asked for one
-// more round, it keeps the turn and compacts under the mutex instead, and
-// returns what that round reads: for a round over every operation, all of
-// them (a CheckAndComplete's round tries the heap too).
+// compacts what it passed if any entry is dead: a round over every
+// operation compacts the whole list (it has just read it all), and its heap
+// too if the list is crowded; a hand-off's compacts the whole list only if
+// the dead outnumber the live, and leaves the entries it completed at the
+// front to the next hand-off's enter (trimFront), which holds the shard's
+// mutex anyway, so that a hand-off takes the mutex once (a walk over every
+// operation passes them, and compacts the list as it leaves). Drops that
+// found the list walked left compacting to it. It does so after it lets go
+// of the list, so that a drop either sees the walk over (and compacts
+// itself) or is seen here. If another walk asked for one more round, it
+// keeps the turn and compacts under the mutex instead, and returns what that
+// round reads: for a round over every operation, all of them (a
+// CheckAndComplete's round tries the heap too).
 func (l *watchList[K]) leave(handOff bool, passed int) ([]entry, bool, bool) {
 	again, all := l.letGo()
 	sh := l.shard
