@@ -16,8 +16,9 @@ type watches[K comparable] struct {
 
 // link watches o under each distinct key, in order, until one finds o decided
 // (ended from outside meanwhile), and returns how many keys it linked. One
-// key, the commonest call, needs no dedup nor callback: through them, W8's
-// reused loop took 1.05x the time (the in-process harness both ways round).
+// key, the commonest call, needs no dedup nor callback (through them, W8's
+// reused loop took 1.05x the time in the in-process harness, which
+// overstates: docs/benchmarks.md, Trials).
 func (w *watches[K]) link(s *shards[K], o *Op) int {
 	switch {
 	case w.at != nil:

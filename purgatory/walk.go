@@ -190,8 +190,10 @@ type walk struct {
 
 // tryWalk is a walk that tries its key's operations. It is generic in the
 // key's type, as its list is, so that it calls the list's methods directly,
-// not through an interface (W8's reused loop took 0.92x the time of the
-// interface's, in the in-process harness both ways round).
+// not through an interface. (The in-process harness gave 0.92x the time of
+// W8's reused loop; W8 itself showed no change, and
+// BenchmarkWatchCompleteReused about 0.97x for this and the two changes
+// beside it: docs/benchmarks.md, Trials.)
 type tryWalk[K comparable] struct {
 	walk
 	holding entry         // the operation whose try bit this walk holds, if any
