@@ -20,7 +20,7 @@ import (
 
 func main() {
 	var (
-		workloads = flag.String("workload", "all", "comma-separated workloads: W1,W2,W2p,W3,W4,W5, the sweeps W2sweep, W5sweep, W5keys and W5over, W6, W6sweep, W7, W8, W8ledger, W8pair, W9, W9sweep, W9race, W10, W10acq, soak, or all (all but soak)")
+		workloads = flag.String("workload", "all", "comma-separated workloads: W1,W2,W2p,W3,W4,W5, the sweeps W2sweep, W5sweep, W5keys and W5over, W5pair, W6, W6sweep, W7, W8, W8ledger, W8pair, W9, W9sweep, W9race, W10, W10acq, soak, or all (all but soak)")
 		systems   = flag.String("system", "all", "comma-separated systems: "+strings.Join(timerSystems, ",")+" for W1–W4; "+strings.Join(purgatorySystems, ",")+" for W5; "+strings.Join(levelSystems, ",")+" for W6; "+strings.Join(scalingSystems, ",")+" for W7; "+strings.Join(w8Systems, ",")+" for W8; "+strings.Join(w9Systems, ",")+" for W9; "+strings.Join(w10Systems, ",")+" for W10; or all")
 		runs      = flag.Int("runs", 3, "processes per (system, workload); medians are reported")
 		quick     = flag.Bool("quick", false, "a hundredth of every size: a seconds-long smoke run")
@@ -153,6 +153,8 @@ func runChild(workload, system string, p params) error {
 		r, err = ledger(system, p)
 	case "W8pair":
 		r, err = w8pair(system, p)
+	case "W5pair":
+		r, err = w5pair(system, p)
 	case "W9":
 		r, err = w9(system, p)
 	case "W10":
@@ -172,7 +174,7 @@ func runChild(workload, system string, p params) error {
 type job struct {
 	workload, system string
 	run              int
-	variant          int // parked timers for W2sweep, requests/s for W5sweep, W5over, W6sweep and W9sweep, keys for W5keys and W6, goroutines for W7 and W8, receivers for W9
+	variant          int // parked timers for W2sweep, requests/s for W5sweep, W5over, W6sweep and W9sweep, keys for W5keys, W5pair and W6, goroutines for W7 and W8, receivers for W9
 }
 
 func (j job) args(p params) []string {
@@ -191,7 +193,7 @@ func (j job) args(p params) []string {
 	case "W5keys":
 		w = "W5"
 		a = append(a, "-keys", strconv.Itoa(j.variant), "-duration", sweepLength(p).String())
-	case "W6":
+	case "W6", "W5pair":
 		a = append(a, "-keys", strconv.Itoa(j.variant))
 	case "W6sweep":
 		w = "W6"
@@ -225,7 +227,7 @@ func (j job) args(p params) []string {
 	return append(a, "-workload", w)
 }
 
-var allWorkloads = []string{"W1", "W2", "W2p", "W3", "W4", "W5", "W2sweep", "W5sweep", "W5keys", "W5over", "W6", "W6sweep", "W7", "W8", "W8ledger", "W8pair", "W9", "W9sweep", "W9race", "W10", "W10acq"}
+var allWorkloads = []string{"W1", "W2", "W2p", "W3", "W4", "W5", "W2sweep", "W5sweep", "W5keys", "W5pair", "W5over", "W6", "W6sweep", "W7", "W8", "W8ledger", "W8pair", "W9", "W9sweep", "W9race", "W10", "W10acq"}
 
 // w10Goroutines are W10acq's: uncontended and contended.
 var w10Goroutines = []int{1, 64}
@@ -347,6 +349,8 @@ func makePlan(workloads, systems string, runs int, p params) ([]job, error) {
 			known = w10Systems
 		case w == "W5over":
 			known = overloadSystems
+		case w == "W5pair":
+			known = w5PairSystems
 		case strings.HasPrefix(w, "W6"):
 			known = levelSystems
 		case strings.HasPrefix(w, "W5"):
@@ -369,6 +373,8 @@ func makePlan(workloads, systems string, runs int, p params) ([]job, error) {
 			variants = sweepRates(p) // see execute: a system stops at its first miss
 		case "W5keys":
 			variants = sweepKeys(p)
+		case "W5pair":
+			variants = w5PairKeys(p)
 		case "W5over":
 			variants = overloadRates(p)
 		case "W6":
@@ -447,7 +453,7 @@ func variantText(j job) string {
 		return fmt.Sprintf(" rate=%d/s", j.variant)
 	case "W9":
 		return fmt.Sprintf(" receivers=%d", j.variant)
-	case "W5keys", "W6":
+	case "W5keys", "W5pair", "W6":
 		return fmt.Sprintf(" keys=%d", j.variant)
 	case "W7", "W8", "W10acq":
 		return fmt.Sprintf(" G=%d", j.variant)

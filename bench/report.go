@@ -185,6 +185,7 @@ var descriptions = map[string]string{
 	"soak":     "a steady purgatory load (W5's, on 1,000 keys) for a long run: after the warm-up, the live heap after a garbage collection and the goroutines are read at fixed intervals, and a least-squares line through them gives how fast each grows; the soak fails past the bounds in soak.go (bench/README.md)",
 	"W8":       "add+complete, the loop a broker runs most: G goroutines each loop for 2 s adding an operation that cannot complete yet on a key of their own, with a timeout drawn from U[1 s, 10 s), then marking it ready and checking its key, which completes it; 100,000 operations parked first on 1 h timeouts under 1,000 other keys. purgatory: a new operation per request; purgatory-reused: operations from a sync.Pool, put back in Recycle; lean: the leanest hand-written version (one mutex, a map of watch lists, a time.AfterFunc per operation whose callback only marks it ended; a check ends the ready ones under the lock and compacts the list); lean-pooled: lean with a sync.Pool of operations, each Resetting one time.Timer; naive: W5's. Own allocations and bytes leave out the caller's one operation; the collector's share is of all the process's CPU (runtime/metrics), its mark assists and idle marking apart",
 	"W8ledger": "W8's add+complete at G=1, reused operations against pooled lean, taken apart (issue 49's ledger): each line a loop of its own, timed in turn with the others in one process for 9 rounds of 150 ms, its median per process. A step's cost is the difference of two lines: the bookkeeping is the total less the timer. 100,000 operations are parked first on 1 h timeouts under 1,000 other keys, as in W8",
+	"W5pair":   "W5 at 100,000 requests/s over 1,000, 10,000 and 100,000 keys, the purgatory against naive in one process: 6 pairs of runs of 3 s of arrivals each (each system first in every other pair, a new system per run, a collection before it), so that a phase of the machine's speed moves both runs of a pair; a pair's ratio is ours over naive's CPU per request, and the table gives the median pair's (per process, then the median over processes). A run's first second fills the purgatory, so its lists are shorter on average than in W5's steady state",
 	"W8pair":   "W8 at G=1, purgatory-reused against lean-pooled in one process, timed in 24 alternate window pairs of 250 ms (each side first in every other pair), so that a phase of the machine's speed moves both sides of a pair: each window's add+completes per CPU-second of the process, a pair's ratio ours over lean's. Also the median ratio over the pairs where lean ran above its median speed (a fast phase) and over the rest. 100,000 operations are parked first on 1 h timeouts under 1,000 other keys for each system, as in W8",
 	"W6sweep":  "W6 over 1,000 keys at rising request rates, 5 s each; a system stops after the first rate at which a run could not keep up (lag p50 under 10 ms and the completed share within 1 point of the expected share)",
 	"W9":       "hand-off: one key; W receivers, each a goroutine that waits for an item with a 30 s timeout (a timer armed and stopped per wait), takes one, and waits again at once; a producer pushes 100,000 items/s for 10 s. purgatory: the receivers' TryComplete takes the item, operations reused (Recycler), HandOff after each push; purgatory-check: the same with CheckAndComplete, which tries every receiver per push (2 s of pushing at 100,000 receivers); lean-pooled: one mutex, a FIFO list of waiters each with a channel and one reused time.Timer; lean: the same with a new waiter and a time.AfterFunc per wait. CPU is the process's per item delivered; push-to-receive counts from when an item was due to be pushed to when its receiver had it; lost is what was neither delivered nor left queued; an expiry counts against the system when an item had been queued for over 1 ms at the wait's deadline",
@@ -196,6 +197,9 @@ var descriptions = map[string]string{
 }
 
 func reference(workload string) string {
+	if workload == "W5pair" {
+		return "naive, in the same process"
+	}
 	if strings.HasPrefix(workload, "W5") {
 		return "naive"
 	}
@@ -259,6 +263,9 @@ func markdown(ms metas, keys []key, res map[key][]result, p params) string {
 			continue
 		case "W8pair":
 			pairTable(&b, res)
+			continue
+		case "W5pair":
+			w5PairTable(&b, ks, res)
 			continue
 		case "W9":
 			for _, m := range []struct{ metric, title string }{
@@ -480,6 +487,17 @@ func pairTable(b *strings.Builder, res map[key][]result) {
 	b.WriteString("| ratio, median pair | lowest | highest | where lean ran fast | where lean ran slow | purgatory-reused per CPU-s | lean-pooled per CPU-s |\n|---|---|---|---|---|---|---|\n")
 	fmt.Fprintf(b, "| %s× | %s× | %s× | %s× | %s× | %s | %s |\n", at("ratio"), at("ratio_min"), at("ratio_max"),
 		at("ratio_lean_fast"), at("ratio_lean_slow"), at("ops_per_cpu_s"), at("peer_ops_per_cpu_s"))
+}
+
+// w5PairTable is W5pair's: per key count, the medians over processes of each
+// summary of the run pairs.
+func w5PairTable(b *strings.Builder, ks []key, res map[key][]result) {
+	b.WriteString("| keys | CPU ratio, median pair | lowest | highest | purgatory µs per request | naive µs per request | lost | ended twice |\n|---|---|---|---|---|---|---|---|\n")
+	for _, k := range ks {
+		at := func(m string) string { return format(median(values(res[k], m))) }
+		fmt.Fprintf(b, "| %d | %s× | %s× | %s× | %s | %s | %s | %s |\n", k.variant, at("ratio"), at("ratio_min"), at("ratio_max"),
+			at("cpu_us_per_req"), at("peer_cpu_us_per_req"), at("lost"), at("ended_twice"))
+	}
 }
 
 func format(v float64) string {

@@ -29,3 +29,25 @@ func TestPairMetrics(t *testing.T) {
 		t.Errorf("metrics %v, want exactly %v", got, want)
 	}
 }
+
+// W5pair's summary: the ratio is per pair, of CPU per request.
+func TestW5PairMetrics(t *testing.T) {
+	ours := []float64{3, 5, 6}
+	naive := []float64{4, 4, 5} // ratios 0.75, 1.25, 1.2: the median pair's is not the medians' 5/4
+	got := w5PairMetrics(ours, naive)
+	want := map[string]float64{
+		"ratio":               1.2,
+		"ratio_min":           0.75,
+		"ratio_max":           1.25,
+		"cpu_us_per_req":      5,
+		"peer_cpu_us_per_req": 4,
+	}
+	for m, w := range want {
+		if g, ok := got[m]; !ok || math.Abs(g-w) > 1e-9 {
+			t.Errorf("%s = %v (present %v), want %v", m, g, ok, w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("metrics %v, want exactly %v", got, want)
+	}
+}
