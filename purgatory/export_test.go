@@ -1,6 +1,9 @@
 package purgatory
 
-import "fmt"
+import (
+	"fmt"
+	"reflect"
+)
 
 // ListsAtRest checks the watch lists' invariants (watchlist.go) that hold
 // whenever no call into p is under way: no walk holds a list; each list's
@@ -25,6 +28,9 @@ func (p *Purgatory[K]) ListsAtRest() error {
 func (sh *shard[K]) atRest() error {
 	if l := sh.last; l != nil && sh.lists[l.key] != l {
 		return fmt.Errorf("key %v: the shard's last list is not the map's", l.key)
+	}
+	if l := sh.last; l != nil && isWord(reflect.TypeFor[K]()) && sh.lastWord != wordOf(&l.key) {
+		return fmt.Errorf("key %v: the shard's copy of its last key is %d", l.key, sh.lastWord)
 	}
 	empty := 0
 	for key, l := range sh.lists {

@@ -3,6 +3,7 @@ package purgatory
 import (
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -46,4 +47,29 @@ func TestShardForgetsTheListThatLeaves(t *testing.T) {
 		require.Equal(t, 1, p.CheckAndComplete("k"))
 		require.NoError(t, p.ListsAtRest())
 	})
+}
+
+// With keys that are words, the shard compares the key to the copy of last's
+// it keeps on its own line (lastWord): in one shard, each key still finds its
+// own list, whichever key came last, and a lookup records its key with it.
+func TestShardLastWordKey(t *testing.T) {
+	p, err := New[int64]("last", WithShards(1))
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	sh := &p.watchers.all[0]
+	ops := make([]*listOp, 3)
+	for i := range ops {
+		ops[i] = &listOp{Op: Op{Timeout: time.Hour}}
+		require.False(t, p.TryCompleteElseWatch(ops[i], int64(i)))
+		require.Equal(t, uint64(i), sh.lastWord, "the watch recorded its key")
+	}
+	for _, i := range []int{0, 2, 1} { // none the last one watched, then not last's neighbour
+		ops[i].ready = true
+		require.Equal(t, 1, p.CheckAndComplete(int64(i)), "key %d found its own list", i)
+		require.Equal(t, uint64(i), sh.lastWord, "the check recorded its key")
+		for j, o := range ops {
+			require.Equal(t, j == i || o.ready, o.Outcome() == Completed, "op %d after key %d's check", j, i)
+		}
+		require.NoError(t, p.ListsAtRest())
+	}
 }
