@@ -20,14 +20,7 @@ func TestPairMetrics(t *testing.T) {
 		"ops_per_cpu_s":      3,
 		"peer_ops_per_cpu_s": 7,
 	}
-	for m, w := range want {
-		if g, ok := got[m]; !ok || math.Abs(g-w) > 1e-9 {
-			t.Errorf("%s = %v (present %v), want %v", m, g, ok, w)
-		}
-	}
-	if len(got) != len(want) {
-		t.Errorf("metrics %v, want exactly %v", got, want)
-	}
+	sameMetrics(t, got, want)
 }
 
 // W5pair's summary: the ratio is per pair, of CPU per request.
@@ -42,6 +35,12 @@ func TestW5PairMetrics(t *testing.T) {
 		"cpu_us_per_req":      5,
 		"peer_cpu_us_per_req": 4,
 	}
+	sameMetrics(t, got, want)
+}
+
+// sameMetrics fails t unless got holds exactly want's metrics, each equal.
+func sameMetrics(t *testing.T, got, want map[string]float64) {
+	t.Helper()
 	for m, w := range want {
 		if g, ok := got[m]; !ok || math.Abs(g-w) > 1e-9 {
 			t.Errorf("%s = %v (present %v), want %v", m, g, ok, w)
