@@ -13,8 +13,8 @@ import (
 // more than the cuts it is meant to judge; a change of the machine's speed
 // comes in phases of seconds and moves both runs of a pair here rather than
 // one process of a system. Each run is W5 itself (w5: the same traffic, seed
-// and measures) for pairLength of arrivals, on a system made for it and
-// closed after it, with a collection before it so that neither inherits the
+// and measures) for 3 s of arrivals, on a system made for it and closed
+// after it, with a collection before it so that neither inherits the
 // other's garbage. A pair's ratio is ours over naive's CPU per request; the
 // report gives the median pair. A run is shorter than W5's (3 s of arrivals
 // against 5 or 10): its first second fills the purgatory, so its lists are

@@ -367,7 +367,7 @@ func (s *shards[K]) enter(key K, level int64, kind walkKind) (*watchList[K], []e
 	sh := s.of(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	l := sh.list(key, s.mix != 0)
+	l := sh.list(key, s.word())
 	if l == nil {
 		return nil, nil
 	}

@@ -33,7 +33,7 @@ type shard[K comparable] struct {
 	// list stays in the map while it is busy, so comparing last's key first
 	// saves most busy keys' map lookups (a hash and a probe, about 14 ns).
 	last *watchList[K]
-	// lastWord is last's key when K is a word (shards.mix is set), which
+	// lastWord is last's key when K is a word (shards.word), which
 	// list compares on this line, the one mu's holder has, rather than on
 	// last's own first line: over many keys that line is cold, or another
 	// core's, and reading it to miss cost W5 at 10,000 keys 2.5 % of its
@@ -43,7 +43,7 @@ type shard[K comparable] struct {
 }
 
 // list returns key's list, nil if it has none. word says K is a word
-// (shards.mix is set). The caller holds mu.
+// (shards.word). The caller holds mu.
 func (sh *shard[K]) list(key K, word bool) *watchList[K] {
 	if l := sh.last; l != nil && (word && sh.lastWord == wordOf(&key) || !word && l.key == key) {
 		return l
@@ -109,6 +109,10 @@ func (s *shards[K]) of(key K) *shard[K] {
 	i, _ := bits.Mul64(h, uint64(len(s.all)))
 	return &s.all[i]
 }
+
+// word reports whether K is a word (isWord): of hashes it, and a shard keeps
+// a copy of its last key, as a uint64.
+func (s *shards[K]) word() bool { return s.mix != 0 }
 
 // isWord reports whether a value of type t is an integer of 8 bytes, which of
 // may read as a uint64.
@@ -183,12 +187,12 @@ func (s *shards[K]) watchAt(o *Op, key K, level int64) bool {
 		return false
 	}
 	sh.mu.Lock()
-	l := sh.list(key, s.mix != 0)
+	l := sh.list(key, s.word())
 	switch {
 	case l == nil:
 		l = newWatchList(key, sh)
 		sh.lists[key] = l
-		sh.setLast(l, key, s.mix != 0)
+		sh.setLast(l, key, s.word())
 	case l.vacant():
 		sh.empty--
 	}
@@ -213,7 +217,7 @@ func (s *shards[K]) remove(key K) []entry {
 	sh := s.of(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	l := sh.list(key, s.mix != 0)
+	l := sh.list(key, s.word())
 	if l == nil {
 		return nil
 	}
