@@ -38,8 +38,9 @@ func values(b *list) []int {
 	return vs
 }
 
-// TestMoves is Kafka's TimerTaskListTest.testAll without its counter: moving
-// elements between buckets takes them out of the old one; removing unlinks.
+// TestMoves is Kafka's TimerTaskListTest.testAll without its counter: an
+// element moves to another bucket by a Remove from its own and an Add;
+// removing unlinks.
 func TestMoves(t *testing.T) {
 	b1, b2, b3 := newList(), newList(), newList()
 	its := items(10)
@@ -48,9 +49,11 @@ func TestMoves(t *testing.T) {
 		require.True(t, bucket.Linked(it))
 	}
 	for _, it := range its[:4] {
+		require.True(t, b1.Remove(it))
 		b2.Add(it)
 	}
 	for _, it := range its[4:] {
+		require.True(t, b1.Remove(it))
 		b3.Add(it)
 	}
 	require.True(t, b1.Empty())
@@ -59,13 +62,13 @@ func TestMoves(t *testing.T) {
 
 	for _, b := range []*list{b1, b2, b3} {
 		for it := range b.All() {
-			require.True(t, bucket.Remove(it))
+			require.True(t, b.Remove(it))
 		}
 		require.True(t, b.Empty())
 	}
 	for _, it := range its {
 		require.False(t, bucket.Linked(it))
-		require.False(t, bucket.Remove(it), "removing twice reports false")
+		require.False(t, b1.Remove(it), "removing twice reports false")
 	}
 }
 
@@ -76,19 +79,29 @@ func TestRemoveKeepsOrder(t *testing.T) {
 		for _, it := range its {
 			b.Add(it)
 		}
-		require.True(t, bucket.Remove(its[remove]))
+		require.True(t, b.Remove(its[remove]))
 		want := slices.Delete([]int{0, 1, 2, 3, 4}, remove, remove+1)
 		require.Equal(t, want, values(b), "removing element %d", remove)
 	}
 }
 
-func TestAddTwiceToSameBucketMovesToEnd(t *testing.T) {
-	b := newList()
+// An element is in one bucket at most: adding one that is in a bucket, or
+// removing one from a bucket that does not hold it, panics with a message
+// that says what to do, and changes nothing.
+func TestMisusePanics(t *testing.T) {
+	b, other := newList(), newList()
 	its := items(2)
 	b.Add(its[0])
 	b.Add(its[1])
+	require.PanicsWithValue(t, "bucket: Add of an element that is in a Bucket already; remove it from that Bucket first", func() { b.Add(its[0]) })
+	require.PanicsWithValue(t, "bucket: Add of an element that is in a Bucket already; remove it from that Bucket first", func() { other.Add(its[0]) })
+	require.PanicsWithValue(t, "bucket: Remove of an element that is in another Bucket; remove it from the Bucket that holds it", func() { other.Remove(its[1]) })
+	other.Add(items(1)[0])
+	require.PanicsWithValue(t, "bucket: Remove of an element that is in another Bucket; remove it from the Bucket that holds it", func() { other.Remove(its[0]) }, "index 0 is taken there too")
+	require.Equal(t, []int{0, 1}, values(b))
+	require.True(t, b.Remove(its[0]))
 	b.Add(its[0])
-	require.Equal(t, []int{1, 0}, values(b))
+	require.Equal(t, []int{1, 0}, values(b), "removed and added again: at the end")
 }
 
 func TestSetExpiration(t *testing.T) {
@@ -111,6 +124,7 @@ func TestInitInPlace(t *testing.T) {
 	for i, it := range its {
 		bs[i].Add(it)
 	}
+	require.True(t, bs[2].Remove(its[2]))
 	bs[0].Add(its[2])
 	require.Equal(t, []int{0, 2}, values(&bs[0]))
 	require.True(t, bs[2].Empty())
@@ -176,7 +190,8 @@ func TestAllStopsEarly(t *testing.T) {
 	require.Equal(t, []int{0, 1, 2}, seen)
 }
 
-// The links are all an element pays for its place: two pointers.
-func TestLinksAreTwoPointers(t *testing.T) {
-	require.EqualValues(t, 2*unsafe.Sizeof(uintptr(0)), unsafe.Sizeof(bucket.Links[item]{}))
+// The links are all an element pays for its place in its own memory: an
+// index of four bytes, no pointer.
+func TestLinksAreAnIndex(t *testing.T) {
+	require.EqualValues(t, 4, unsafe.Sizeof(bucket.Links[item]{}))
 }

@@ -39,14 +39,21 @@ func FuzzMoves(f *testing.F) {
 		for _, op := range ops {
 			e, b := int(op>>2)%nItems, int(op>>5)%nBuckets
 			switch op % 4 {
-			case 0, 1: // add or move e to bucket b
+			case 0, 1: // add or move e to bucket b: out of its own first
+				if w := where(e); w >= 0 && !buckets[w].Remove(its[e]) {
+					t.Fatalf("Remove(%d) from bucket %d = false, model says it is there", e, w)
+				}
 				drop(e)
 				model[b] = append(model[b], e)
 				buckets[b].Add(its[e])
-			case 2: // remove e
+			case 2: // remove e, from the bucket the model says (b if none)
 				w := where(e)
 				drop(e)
-				if got := bucket.Remove(its[e]); got != (w >= 0) {
+				from := buckets[b]
+				if w >= 0 {
+					from = buckets[w]
+				}
+				if got := from.Remove(its[e]); got != (w >= 0) {
 					t.Fatalf("Remove(%d) = %v, model says in bucket %d", e, got, w)
 				}
 			case 3: // flush b

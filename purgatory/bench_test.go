@@ -381,3 +381,27 @@ func BenchmarkWatchCompleteReused(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCheckSparse is W5's check at many keys, alone: 0.8 requests per
+// key on average, that cannot complete, spread at random over keys (most hold
+// none, one or two), and CheckAndComplete on a random key, so that the key's
+// map slot, its list and its operations are cache misses, one after another.
+// In W5 the same check costs several times more, the other goroutines' work
+// evicting what this loop keeps in the cache (docs/benchmarks.md, Trials).
+func BenchmarkCheckSparse(b *testing.B) {
+	for _, keys := range []int{100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("keys=%d", keys), func(b *testing.B) {
+			systems(b, func(b *testing.B, s system) {
+				rng := rand.New(rand.NewPCG(3, 4))
+				for range keys * 4 / 5 {
+					s.add(&request{ended: func(*request, bool) {}}, rng.IntN(keys), time.Hour)
+				}
+				for b.Loop() {
+					if s.check(rng.IntN(keys)) != 0 {
+						b.Fatal("a request that cannot complete completed")
+					}
+				}
+			})
+		})
+	}
+}

@@ -109,7 +109,7 @@ func (tw *TimingWheel) withDeadline(parent context.Context, now, when instant, d
 	sh := t.lock()
 	stopped := sh.tw.stopped()
 	if !stopped {
-		sh.register(t)
+		sh.register(t, when)
 	}
 	sh.mu.Unlock()
 	if stopped {

@@ -35,8 +35,7 @@ func FuzzWheel(f *testing.F) {
 			switch kind {
 			case 0: // add, or reset if pending: a deadline from -1 to ~190 ticks ahead
 				exp := now + (arg-1)*tick*3/4 + arg*time.Microsecond
-				timers[id].when = instant(exp)
-				w.insert(timers[id])
+				w.insert(timers[id], instant(exp))
 				pending = slices.DeleteFunc(pending, func(m model) bool { return m.id == id })
 				pending = append(pending, model{id, exp})
 			case 1: // stop

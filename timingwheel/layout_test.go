@@ -18,5 +18,5 @@ func TestShardLayout(t *testing.T) {
 	require.Less(t, unsafe.Sizeof(shard{})-unsafe.Sizeof(shardState{}), uintptr(cacheline.Size), "no more padding than needed")
 	require.Zero(t, unsafe.Sizeof(level{})%cacheline.Size, "a level is whole cache lines")
 	require.Less(t, unsafe.Sizeof(level{})-unsafe.Sizeof(levelState{}), uintptr(cacheline.Size), "no more padding than needed")
-	require.EqualValues(t, 64, unsafe.Sizeof(slot{}), "a bucket is 64 bytes (WithWheelSize's doc)")
+	require.EqualValues(t, 40, unsafe.Sizeof(slot{}), "a bucket is 40 bytes (WithWheelSize's doc)")
 }

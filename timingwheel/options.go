@@ -57,8 +57,9 @@ func WithTick(d time.Duration) Option { return func(c *config) { c.tick = d } }
 
 // WithWheelSize sets the number of buckets per level (default [DefaultWheelSize],
 // from [MinWheelSize] to [MaxWheelSize]). Larger wheels cascade less and cost
-// more memory per level: each level holds size buckets of 64 bytes each, in
-// each shard (see [WithShards]).
+// more memory per level: each level holds size buckets of 40 bytes each, in
+// each shard (see [WithShards]), and each bucket an array of 8 bytes per timer
+// it holds, kept from one lap to the next.
 func WithWheelSize(n int) Option { return func(c *config) { c.size = n } }
 
 // WithShards sets the number of shards, the independent wheels a TimingWheel
@@ -67,7 +68,7 @@ func WithWheelSize(n int) Option { return func(c *config) { c.size = n } }
 // shard of the P (the runtime's processor) its arming goroutine runs on, so
 // that goroutines on different cores do not contend; shards beyond
 // GOMAXPROCS go unused unless GOMAXPROCS grows. Each costs its finest level
-// (wheel size × 64 bytes: 64 KiB by default) from New, and each coarser
+// (wheel size × 40 bytes: 40 KiB by default) from New, and each coarser
 // level as much again once a timer needs it; one driver goroutine serves
 // them all. One shard is today's single wheel: least memory, one lock.
 func WithShards(n int) Option { return func(c *config) { c.shards = n } }

@@ -82,6 +82,5 @@ func (r *recurrence) rearm(planned time.Time) {
 	if next.IsZero() || t.state != handed || sh.tw.stopped() {
 		return
 	}
-	t.when = sh.tw.instantOf(next)
-	sh.register(t)
+	sh.register(t, sh.tw.instantOf(next))
 }

@@ -59,7 +59,7 @@ import (
 // rule: each is written by the goroutines of its own P.
 type shard struct {
 	shardState
-	_ [cacheline.Size - 56]byte // shardState is 184 bytes: TestShardLayout
+	_ [cacheline.Size - 32]byte // shardState is 160 bytes: TestShardLayout
 }
 
 type shardState struct {
@@ -107,11 +107,11 @@ func (t *timer) lock() *shard {
 	}
 }
 
-// register puts t in the shard's wheel, and, if t makes the shard due sooner
-// than it was, publishes that and wakes the driver if it would look too late.
-// The caller holds mu.
-func (sh *shard) register(t *timer) {
-	if at, ok := sh.w.insert(t); ok && int64(at) < sh.next.Load() {
+// register puts t in the shard's wheel at when, and, if t makes the shard due
+// sooner than it was, publishes that and wakes the driver if it would look
+// too late. The caller holds mu.
+func (sh *shard) register(t *timer, when instant) {
+	if at, ok := sh.w.insert(t, when); ok && int64(at) < sh.next.Load() {
 		sh.next.Store(int64(at))
 		sh.tw.wakeFor(at)
 	}

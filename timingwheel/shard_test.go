@@ -22,8 +22,7 @@ func armOn(tm *Timer, i int, d time.Duration) {
 	if to := &sh.tw.shards[i]; to != sh {
 		sh = t.move(sh, to)
 	}
-	t.when = sh.tw.deadline(d)
-	sh.register(t)
+	sh.register(t, sh.tw.deadline(d))
 	sh.mu.Unlock()
 }
 

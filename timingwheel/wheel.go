@@ -109,16 +109,33 @@ func (w *wheel) addLevel() {
 	w.levels = append(w.levels, lv)
 }
 
-// insert puts t, with its deadline set, into the wheel, out of its old place
-// if it had one. It returns when the wheel must next be polled for t's sake if
-// that is earlier than before (a bucket newly offered to the queue, or a
-// deadline in near), and ok false otherwise.
-func (w *wheel) insert(t *timer) (wake instant, ok bool) {
-	if !t.pending() {
+// insert puts t into the wheel at when, out of its old place if it had one.
+// It returns when the wheel must next be polled for t's sake if that is
+// earlier than before (a bucket newly offered to the queue, or a deadline in
+// near), and ok false otherwise.
+func (w *wheel) insert(t *timer, when instant) (wake instant, ok bool) {
+	if t.pending() {
+		w.unlink(t)
+	} else {
 		w.count++
 	}
+	t.when = when
 	return w.place(t)
 }
+
+// slotOf returns the bucket that holds t, which is pending: near, or the one
+// place recorded. A timer holds no pointer to its bucket (bucket.Links is an
+// index, and so is this), which keeps it 48 bytes and free of a pointer the
+// collector would scan.
+func (w *wheel) slotOf(t *timer) *slot {
+	if t.state == inNear {
+		return &w.near
+	}
+	return &w.levels[t.level].buckets[t.bucket]
+}
+
+// unlink takes t, which is pending, out of its bucket.
+func (w *wheel) unlink(t *timer) { w.slotOf(t).Remove(t) }
 
 // place puts t into the bucket of the lowest level that spans its deadline's
 // tick, or into near if that tick has begun; see insert.
@@ -140,9 +157,10 @@ func (w *wheel) place(t *timer) (wake instant, ok bool) {
 		// i ahead of its current time, so the timer never lands in the bucket
 		// being expired.
 		if tick-lv.current < lv.interval {
-			v, i := w.bucketOf(lv, tick)
-			b := &lv.buckets[i]
+			v, j := w.bucketOf(lv, tick)
+			b := &lv.buckets[j]
 			b.Add(t)
+			t.level, t.bucket = uint8(i), uint32(j)
 			if start := v * lv.tick; b.SetExpiration(start) {
 				w.queue.Offer(b, start)
 				return w.startOf(start), true
@@ -174,7 +192,7 @@ func (w *wheel) bucketOf(lv *level, tick int64) (v, i int64) {
 func (w *wheel) stop(t *timer) bool {
 	pending := t.pending()
 	if pending {
-		bucket.Remove(t)
+		w.unlink(t)
 		w.count--
 	}
 	t.state = idle
@@ -235,7 +253,7 @@ func (w *wheel) poll(now instant, due []job) []job {
 	w.advanceClock(tick)
 	for len(w.nearHeap) > 0 && instant(w.nearHeap[0].Key) <= now {
 		if n := w.nearHeap.Pop(); w.live(n) {
-			bucket.Remove(n.Value)
+			w.near.Remove(n.Value)
 			due = w.hand(n.Value, due)
 		}
 	}

@@ -24,8 +24,7 @@ func BenchmarkWheelSize(b *testing.B) {
 			for b.Loop() {
 				w := newWheel(time.Millisecond, size)
 				for i := range timers {
-					timers[i].when = instant(time.Millisecond) + instant(rng.Int64N(int64(999*time.Millisecond)))
-					w.insert(&timers[i])
+					w.insert(&timers[i], instant(time.Millisecond)+instant(rng.Int64N(int64(999*time.Millisecond))))
 				}
 				drain(w)
 			}
@@ -37,15 +36,13 @@ func BenchmarkWheelSize(b *testing.B) {
 			w := newWheel(time.Millisecond, size)
 			parked := make([]timer, 1_000_000)
 			for i := range parked {
-				parked[i].when = instant(30 * time.Minute)
-				w.insert(&parked[i])
+				w.insert(&parked[i], instant(30*time.Minute))
 			}
 			var t timer
 			now := time.Duration(0)
 			for b.Loop() {
 				now += 100 * time.Nanosecond // the clock moves as requests arrive
-				t.when = instant(now + 30*time.Second)
-				w.insert(&t)
+				w.insert(&t, instant(now+30*time.Second))
 				w.stop(&t)
 				if now%time.Millisecond == 0 {
 					w.poll(instant(now), nil) // the driver keeps up

@@ -45,7 +45,7 @@ func TestWheelAdd(t *testing.T) {
 	w.advanceClock(10) // current time: tick 10
 
 	valid := newEntry(15 * time.Millisecond)
-	w.insert(valid)
+	w.insert(valid, valid.when)
 	require.True(t, valid.pending())
 	require.Equal(t, inLevel, valid.state, "a later tick waits in a bucket")
 	require.EqualValues(t, 12, w.levels[1].buckets[3].Expiration(), "level 1's bucket of ticks 12-15")
@@ -57,7 +57,7 @@ func TestWheelAdd(t *testing.T) {
 	atNow := newEntry(10 * time.Millisecond)
 	inTick := newEntry(10*time.Millisecond + 1)
 	for _, e := range []*timer{expired, atNow, inTick} {
-		at, ok := w.insert(e)
+		at, ok := w.insert(e, e.when)
 		require.True(t, ok, "near wakes the driver")
 		require.EqualValues(t, e.when, at, "at the deadline itself")
 		require.Equal(t, inNear, e.state)
@@ -75,8 +75,8 @@ func TestWheelAdd(t *testing.T) {
 func TestWheelStoppedEntryNeverFires(t *testing.T) {
 	w := newWheel(time.Millisecond, 4)
 	keep, stop := newEntry(30*time.Millisecond), newEntry(30*time.Millisecond)
-	w.insert(keep)
-	w.insert(stop)
+	w.insert(keep, keep.when)
+	w.insert(stop, stop.when)
 	require.True(t, w.stop(stop))
 	fired := runUntilEmpty(t, w, 0)
 	_, kept := fired[keep]
@@ -99,11 +99,11 @@ func TestWheelOverflowCreatedOnceAndReused(t *testing.T) {
 	w := newWheel(time.Millisecond, 4)
 	require.Len(t, w.levels, 1)
 	a := newEntry(5 * time.Millisecond) // beyond level 0's 4 ticks
-	w.insert(a)
+	w.insert(a, a.when)
 	require.Len(t, w.levels, 2)
 	overflow := w.levels[1]
 	b := newEntry(12 * time.Millisecond)
-	w.insert(b)
+	w.insert(b, b.when)
 	require.Len(t, w.levels, 2, "a second entry reuses the overflow level")
 	require.Same(t, overflow, w.levels[1])
 	require.EqualValues(t, 4, overflow.tick, "overflow tick is the lower level's interval")
@@ -113,7 +113,7 @@ func TestWheelOverflowCreatedOnceAndReused(t *testing.T) {
 func TestWheelAdvanceCascadesToOverflowTick(t *testing.T) {
 	w := newWheel(time.Millisecond, 4)
 	far := newEntry(40 * time.Millisecond) // level 2: ticks of 16, spans 64
-	w.insert(far)
+	w.insert(far, far.when)
 	require.Len(t, w.levels, 3)
 	w.advanceClock(21)
 	require.EqualValues(t, 21, w.levels[0].current)
@@ -125,7 +125,7 @@ func TestWheelCurrentOfNewLevelIsAligned(t *testing.T) {
 	w := newWheel(time.Millisecond, 4)
 	w.advanceClock(7)
 	e := newEntry(30 * time.Millisecond)
-	w.insert(e)
+	w.insert(e, e.when)
 	require.EqualValues(t, 4, w.levels[1].current, "a new overflow level starts at its tick boundary")
 }
 
@@ -148,7 +148,7 @@ func TestWheelSweep(t *testing.T) {
 				var timers []*timer
 				for d := time.Duration(0); d <= span; d += step {
 					tm := newEntry(start + d)
-					w.insert(tm)
+					w.insert(tm, tm.when)
 					timers = append(timers, tm)
 				}
 				require.EqualValues(t, len(timers), w.count)
@@ -172,7 +172,7 @@ func TestWheelLateDriver(t *testing.T) {
 	var timers []*timer
 	for d := time.Duration(1); d < 200*time.Millisecond; d += 333 * time.Microsecond {
 		tm := newEntry(d)
-		w.insert(tm)
+		w.insert(tm, tm.when)
 		timers = append(timers, tm)
 	}
 	due := w.poll(instant(100*time.Millisecond), nil)
@@ -191,14 +191,14 @@ func TestWheelLateDriver(t *testing.T) {
 func TestWheelExtremeExpirations(t *testing.T) {
 	w := newWheel(MinTick, MinWheelSize)
 	far := newEntry(1<<63 - 1)
-	w.insert(far)
+	w.insert(far, far.when)
 	require.True(t, far.pending())
 	require.Empty(t, w.poll(1<<62, nil))
 	require.True(t, far.pending(), "the farthest timer stays pending")
 
 	w = newWheel(time.Millisecond, MaxWheelSize)
 	far = newEntry(1<<63 - 1)
-	w.insert(far)
+	w.insert(far, far.when)
 	require.True(t, far.pending())
 }
 
@@ -213,7 +213,7 @@ func TestWheelDropsEmptyBuckets(t *testing.T) {
 	var ts []*timer
 	for i := range 1000 {
 		e := newEntry(time.Duration(i+1) * time.Millisecond)
-		w.insert(e)
+		w.insert(e, e.when)
 		ts = append(ts, e)
 	}
 	next, ok := w.next()
@@ -229,8 +229,8 @@ func TestWheelDropsEmptyBuckets(t *testing.T) {
 
 	// A stopped timer ahead of a live one: the live one's bucket is next.
 	early, late := newEntry(5*time.Millisecond), newEntry(9*time.Millisecond)
-	w.insert(early)
-	w.insert(late)
+	w.insert(early, early.when)
+	w.insert(late, late.when)
 	w.stop(early)
 	next, ok = w.next()
 	require.True(t, ok)
@@ -239,7 +239,7 @@ func TestWheelDropsEmptyBuckets(t *testing.T) {
 	// The dropped bucket of tick 5 is offered again, and its timer fires on
 	// time, never early.
 	again := newEntry(5*time.Millisecond + 300)
-	at, ok := w.insert(again)
+	at, ok := w.insert(again, again.when)
 	require.True(t, ok, "offered again: the driver must wake sooner")
 	require.Equal(t, instant(5*time.Millisecond), at)
 	fired := runUntilEmpty(t, w, 0)
@@ -251,7 +251,7 @@ func TestWheelDropsEmptyBuckets(t *testing.T) {
 	require.Empty(t, w.poll(hour, nil))
 	require.EqualValues(t, w.tickOf(hour), w.levels[0].current)
 	later := newEntry(time.Hour + time.Second)
-	w.insert(later)
+	w.insert(later, later.when)
 	require.Equal(t, inLevel, later.state)
 	require.True(t, w.levels[0].buckets[w.tickOf(later.when)%1024].Expiration() == w.tickOf(later.when), "on level 0, in its own tick's bucket")
 	require.Equal(t, map[*timer]instant{later: later.when}, runUntilEmpty(t, w, hour))
@@ -265,12 +265,11 @@ func TestWheelNextSkipsStaleNearEntries(t *testing.T) {
 	w := newWheel(time.Millisecond, 1024)
 	a, b, c := newEntry(300*time.Microsecond), newEntry(400*time.Microsecond), newEntry(600*time.Microsecond)
 	for _, e := range []*timer{a, b, c} {
-		w.insert(e)
+		w.insert(e, e.when)
 		require.Equal(t, inNear, e.state, "within the current tick")
 	}
 	w.stop(a)
-	b.when = 800 * instant(time.Microsecond) // Reset, as arm does it: a new entry, the old one stale
-	w.insert(b)
+	w.insert(b, 800*instant(time.Microsecond)) // Reset, as arm does it: a new entry, the old one stale
 	next, ok := w.next()
 	require.True(t, ok)
 	require.Equal(t, c.when, next, "a's entry and b's old one are not waited for")
