@@ -14,6 +14,7 @@ import (
 func FuzzMoves(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7})
 	f.Add([]byte{0, 4, 8, 12, 1, 5, 9, 2, 3, 3, 0})
+	f.Add([]byte{0, 4, 2, 8, 6}) // the third add compacts the array; the element it moved is removed
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		const nItems, nBuckets = 8, 3
 		buckets := make([]*list, nBuckets)
