@@ -63,8 +63,8 @@ type slots[E any] struct {
 
 // Bucket is a list of elements with an expiration. Its zero value is not
 // ready: make one with [New], or call Init on one in place (an array of
-// buckets, say) before any other method. A Bucket must not be copied after
-// that: its elements point into it.
+// buckets, say) before any other method. A Bucket must not be copied while it
+// holds elements: the copy would share its array, and its elements' indices.
 type Bucket[E any, P Node[E]] struct {
 	slots      slots[E]
 	expiration int64
