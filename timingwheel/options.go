@@ -25,7 +25,7 @@ const (
 	// its figures are in the repository's docs/benchmarks.md): the smallest
 	// size at the bottom of the cost per timer. With a 1 ms tick, 1024 buckets
 	// keep every sub-second delay on the first level (no cascade) and up to
-	// 17 minutes on the second, for 64 KiB per level and shard.
+	// 17 minutes on the second, for 40 KiB per level and shard.
 	DefaultWheelSize = 1024
 )
 
