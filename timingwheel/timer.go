@@ -78,7 +78,7 @@ type timer struct {
 	keepsDeadline bool
 	sh            atomic.Pointer[shard] // the shard it lives on; see above
 	h             Handler               // immutable once set
-	when          instant               // the deadline: set by wheel.insert
+	when          instant               // the deadline: set by wheel.insert, or by a context's making before it is registered
 }
 
 type timerState uint8
