@@ -20,7 +20,7 @@ import (
 
 func main() {
 	var (
-		workloads = flag.String("workload", "all", "comma-separated workloads: W1,W2,W2p,W3,W4,W5,W5pair, the sweeps W2sweep, W5sweep, W5keys and W5over, W6, W6sweep, W7, W8, W8ledger, W8pair, W9, W9sweep, W9race, W10, W10acq, soak, or all (all but soak)")
+		workloads = flag.String("workload", "all", "comma-separated workloads: W1,W2,W2p,W3,W4,W5,W5pair, the sweeps W2sweep, W5sweep, W5keys and W5over, W6, W6sweep, W7, W8, W8ledger, W8pair, W9, W9pair, W9sweep, W9race, W10, W10acq, soak, or all (all but soak)")
 		systems   = flag.String("system", "all", "comma-separated systems: "+strings.Join(timerSystems, ",")+" for W1–W4; "+strings.Join(purgatorySystems, ",")+" for W5; "+strings.Join(levelSystems, ",")+" for W6; "+strings.Join(scalingSystems, ",")+" for W7; "+strings.Join(w8Systems, ",")+" for W8; "+strings.Join(w9Systems, ",")+" for W9; "+strings.Join(w10Systems, ",")+" for W10; or all")
 		runs      = flag.Int("runs", 3, "processes per (system, workload); medians are reported")
 		quick     = flag.Bool("quick", false, "a hundredth of every size: a seconds-long smoke run")
@@ -157,6 +157,8 @@ func runChild(workload, system string, p params) error {
 		r, err = w5pair(system, p)
 	case "W9":
 		r, err = w9(system, p)
+	case "W9pair":
+		r, err = w9pair(system, p)
 	case "W10":
 		r, err = w10(system, p)
 	case "soak":
@@ -174,7 +176,7 @@ func runChild(workload, system string, p params) error {
 type job struct {
 	workload, system string
 	run              int
-	variant          int // parked timers for W2sweep, requests/s for W5sweep, W5over, W6sweep and W9sweep, keys for W5keys, W5pair and W6, goroutines for W7 and W8, receivers for W9
+	variant          int // parked timers for W2sweep, requests/s for W5sweep, W5over, W6sweep and W9sweep, keys for W5keys, W5pair and W6, goroutines for W7 and W8, receivers for W9 and W9pair
 }
 
 func (j job) args(p params) []string {
@@ -200,7 +202,7 @@ func (j job) args(p params) []string {
 		a = append(a, "-rate", strconv.Itoa(j.variant), "-duration", sweepLength(p).String())
 	case "W7", "W8":
 		a = append(a, "-goroutines", strconv.Itoa(j.variant))
-	case "W9":
+	case "W9", "W9pair":
 		a = append(a, "-receivers", strconv.Itoa(j.variant))
 	case "W9sweep":
 		w = "W9"
@@ -227,7 +229,7 @@ func (j job) args(p params) []string {
 	return append(a, "-workload", w)
 }
 
-var allWorkloads = []string{"W1", "W2", "W2p", "W3", "W4", "W5", "W2sweep", "W5sweep", "W5keys", "W5pair", "W5over", "W6", "W6sweep", "W7", "W8", "W8ledger", "W8pair", "W9", "W9sweep", "W9race", "W10", "W10acq"}
+var allWorkloads = []string{"W1", "W2", "W2p", "W3", "W4", "W5", "W2sweep", "W5sweep", "W5keys", "W5pair", "W5over", "W6", "W6sweep", "W7", "W8", "W8ledger", "W8pair", "W9", "W9pair", "W9sweep", "W9race", "W10", "W10acq"}
 
 // w10Goroutines are W10acq's: uncontended and contended.
 var w10Goroutines = []int{1, 64}
@@ -343,6 +345,8 @@ func makePlan(workloads, systems string, runs int, p params) ([]job, error) {
 			known = ledgerSystems
 		case w == "W8pair":
 			known = pairSystems
+		case w == "W9pair":
+			known = w9PairSystems
 		case strings.HasPrefix(w, "W9"):
 			known = w9Systems
 		case strings.HasPrefix(w, "W10"):
@@ -383,7 +387,7 @@ func makePlan(workloads, systems string, runs int, p params) ([]job, error) {
 			variants = levelRates(p) // as W5sweep
 		case "W7", "W8":
 			variants = scalingGoroutines(p)
-		case "W9":
+		case "W9", "W9pair":
 			variants = w9Receivers(p)
 		case "W9sweep":
 			variants = w9Rates(p) // as W5sweep
@@ -451,7 +455,7 @@ func variantText(j job) string {
 		return fmt.Sprintf(" parked=%d", j.variant)
 	case "W5sweep", "W5over", "W6sweep", "W9sweep":
 		return fmt.Sprintf(" rate=%d/s", j.variant)
-	case "W9":
+	case "W9", "W9pair":
 		return fmt.Sprintf(" receivers=%d", j.variant)
 	case "W5keys", "W5pair", "W6":
 		return fmt.Sprintf(" keys=%d", j.variant)

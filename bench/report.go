@@ -191,6 +191,7 @@ var descriptions = map[string]string{
 	"W9":       "hand-off: one key; W receivers, each a goroutine that waits for an item with a 30 s timeout (a timer armed and stopped per wait), takes one, and waits again at once; a producer pushes 100,000 items/s for 10 s. purgatory: the receivers' TryComplete takes the item, operations reused (Recycler), HandOff after each push; purgatory-check: the same with CheckAndComplete, which tries every receiver per push (2 s of pushing at 100,000 receivers); lean-pooled: one mutex, a FIFO list of waiters each with a channel and one reused time.Timer; lean: the same with a new waiter and a time.AfterFunc per wait. CPU is the process's per item delivered; push-to-receive counts from when an item was due to be pushed to when its receiver had it; lost is what was neither delivered nor left queued; an expiry counts against the system when an item had been queued for over 1 ms at the wait's deadline",
 	"W10":      "a pool of 10 connections under stress (issue 51): 64 goroutines acquire with timeouts of U[50 µs, 500 µs], hold for U[0, 100 µs] and release, for 10 s. purgatory: docs/api.md's pool recipe, parked (TryCompleteElsePark under the pool's mutex, Parked.Wait after it; Release pushes and hands off under it), operations reused; purgatory-wheel: the same with its timeouts on the wheel (TryCompleteElseWatch, OnComplete answering on a channel), as before the parked form; channel: a buffered channel of the connections, a select with the goroutine's own time.Timer; semaphore: golang.org/x/sync/semaphore's Weighted with a context.WithTimeout per wait. Lateness is how long after its timeout a timed-out acquire returned; acquire wait counts acquires that got a connection; an overtake is an acquire that got a connection before one that began earlier and got one later",
 	"W10acq":   "W10's pools, acquire+release with 30 s timeouts and 10 µs holds, for 5 s, by 64 goroutines (contended) and by 1 (uncontended): CPU is the process's per acquire+release. A hold is a time.Sleep, whose wake-up comes later than asked (about 1 ms on a Linux machine whose timers have millisecond granularity), the same for every pool: it keeps the hold's own CPU out of the pool's",
+	"W9pair":   "W9 at 10, 1,000 and 100,000 receivers, the purgatory against lean-pooled in one process: 6 pairs of runs of 2 s of pushing each (each system first in every other pair, a new system per run, a collection before it), so that a phase of the machine's speed moves both runs of a pair; a pair's ratios are ours over lean-pooled's CPU per item and push-to-receive p99, and the table gives the median pair's (per process, then the median over processes)",
 	"W9sweep":  "W9 with 1,000 receivers at rising rates, 5 s each; a system stops after the first rate at which a run could not keep up (push-to-receive p50 under 10 ms, and every item delivered within 1 s of the last push)",
 	"W9race":   "W9 with 64 receivers whose timeouts, U[50 µs, 250 µs], race 200,000 pushes at 200,000/s: most waits are short and many expire as items arrive",
 	"W5over":   "W5 for 5 s at 325,000 and 450,000 requests/s, about 1.5 and 2 times the highest rate naive keeps up with (overload for both); purgatory-shed is the purgatory with WithMaxDelayed(150,000), which answers what it cannot park at once (Shed); purgatory-admit has WithMaxDelayed(100,000) and waits in Admit before each add until there is room (backpressure), counting the wait against the request's timeout. Arrivals run in an open loop: the generator queues each request on time and never waits for the system, a goroutine hands them to the system as fast as it takes them, and a request's timeout and event count from when it was due. Goodput is requests completed by that deadline per second offered; intake late is how long after they were due the system took them (sampled); arrivals late is how late the generator itself ran",
@@ -216,6 +217,9 @@ func reference(workload string) string {
 		return "lean-pooled"
 	}
 	if workload == "W8pair" {
+		return "lean-pooled, in the same process"
+	}
+	if workload == "W9pair" {
 		return "lean-pooled, in the same process"
 	}
 	if strings.HasPrefix(workload, "W9") {
@@ -266,6 +270,9 @@ func markdown(ms metas, keys []key, res map[key][]result, p params) string {
 			continue
 		case "W5pair":
 			w5PairTable(&b, ks, res)
+			continue
+		case "W9pair":
+			w9PairTable(&b, ks, res)
 			continue
 		case "W9":
 			for _, m := range []struct{ metric, title string }{
@@ -497,6 +504,17 @@ func w5PairTable(b *strings.Builder, ks []key, res map[key][]result) {
 		at := func(m string) string { return format(median(values(res[k], m))) }
 		fmt.Fprintf(b, "| %d | %s× | %s× | %s× | %s | %s | %s | %s |\n", k.variant, at("ratio"), at("ratio_min"), at("ratio_max"),
 			at("cpu_us_per_req"), at("peer_cpu_us_per_req"), at("lost"), at("ended_twice"))
+	}
+}
+
+// w9PairTable is W9pair's: per receiver count, the medians over processes of
+// each summary of the run pairs.
+func w9PairTable(b *strings.Builder, ks []key, res map[key][]result) {
+	b.WriteString("| receivers | CPU ratio, median pair | lowest | highest | p99 ratio, median pair | purgatory µs per item | lean-pooled µs per item | purgatory p99 ms | lean-pooled p99 ms | lost | delivered twice |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, k := range ks {
+		at := func(m string) string { return format(median(values(res[k], m))) }
+		fmt.Fprintf(b, "| %d | %s× | %s× | %s× | %s× | %s | %s | %s | %s | %s | %s |\n", k.variant, at("ratio"), at("ratio_min"), at("ratio_max"), at("p99_ratio"),
+			at("cpu_us_per_item"), at("peer_cpu_us_per_item"), at("lat_p99_ms"), at("peer_lat_p99_ms"), at("lost"), at("twice"))
 	}
 }
 

@@ -71,15 +71,22 @@ func w5pair(system string, p params) (result, error) {
 // w5PairMetrics summarises the pairs: ours[i] and naive[i] are pair i's CPU
 // per request.
 func w5PairMetrics(ours, naive []float64) map[string]float64 {
+	return pairSummary(ours, naive, "cpu_us_per_req")
+}
+
+// pairSummary summarises pairs of runs of a measure, named metric: ours[i] and
+// peer[i] are pair i's. It gives the median pair's ratio, ours over the
+// peer's, the lowest and highest, and each side's median.
+func pairSummary(ours, peer []float64, metric string) map[string]float64 {
 	ratios := make([]float64, len(ours))
 	for i := range ours {
-		ratios[i] = ours[i] / naive[i]
+		ratios[i] = ours[i] / peer[i]
 	}
 	return map[string]float64{
-		"ratio":               median(ratios),
-		"ratio_min":           slices.Min(ratios),
-		"ratio_max":           slices.Max(ratios),
-		"cpu_us_per_req":      median(ours),
-		"peer_cpu_us_per_req": median(naive),
+		"ratio":          median(ratios),
+		"ratio_min":      slices.Min(ratios),
+		"ratio_max":      slices.Max(ratios),
+		metric:           median(ours),
+		"peer_" + metric: median(peer),
 	}
 }

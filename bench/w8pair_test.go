@@ -38,6 +38,21 @@ func TestW5PairMetrics(t *testing.T) {
 	sameMetrics(t, got, want)
 }
 
+// W9pair's summaries, of any measure: the metric's medians keep its name.
+func TestPairSummary(t *testing.T) {
+	ours := []float64{1, 3, 2, 8}
+	lean := []float64{2, 2, 2, 4} // ratios 0.5, 1.5, 1, 2: the median pair's is 1.25, the medians' 2.5/2
+	got := pairSummary(ours, lean, "lat_p99_ms")
+	want := map[string]float64{
+		"ratio":           1.25,
+		"ratio_min":       0.5,
+		"ratio_max":       2,
+		"lat_p99_ms":      2.5,
+		"peer_lat_p99_ms": 2,
+	}
+	sameMetrics(t, got, want)
+}
+
 // sameMetrics fails t unless got holds exactly want's metrics, each equal.
 func sameMetrics(t *testing.T, got, want map[string]float64) {
 	t.Helper()
