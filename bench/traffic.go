@@ -108,7 +108,8 @@ func (t *traffic) arrivals(n int, length time.Duration, seed uint64) {
 		if i%arrivalSample == 0 {
 			t.lateArrivals.add(sent - at)
 		}
-		r := &request{traffic: t, key: rng.IntN(t.keys), due: at}
+		r := t.d.newRequest()
+		r.traffic, r.key, r.due = t, rng.IntN(t.keys), at
 		if t.onArrival != nil {
 			t.onArrival()
 		}

@@ -39,20 +39,32 @@ const shedBound = 150_000
 // behind at 450,000/s.
 const admitBound = 100_000
 
-// request is W5's operation: it can complete once its completion event has
-// arrived.
+// request is W5's request: it can complete once its completion event has
+// arrived. Each system makes its own (delayed.newRequest): the purgatory's is
+// the request in a libRequest, with the purgatory.Op that a user's operation
+// embeds, in one allocation; naive's carries no Op, which it would never use.
 type request struct {
-	purgatory.Op
 	ready   atomic.Bool
 	due     time.Duration // when it was due to arrive, since the run began
 	event   time.Duration // when its event was due, since the run began
 	key     int           // the key it is watched under (soak)
 	endedN  atomic.Int32  // how many times it ended: must be exactly 1
 	traffic *traffic      // counts how it ends
+	op      *libRequest   // the purgatory's request that holds this one; nil in naive's
 }
 
 func (r *request) TryComplete() bool { return r.ready.Load() }
-func (r *request) OnComplete() {
+func (r *request) end(how ending)    { r.traffic.end(r, how) }
+
+// libRequest is a request as the purgatory's operation. The request follows
+// the Op, so that ready shares a cache line with the Op's last word, which a
+// try reads too.
+type libRequest struct {
+	purgatory.Op
+	request
+}
+
+func (r *libRequest) OnComplete() {
 	switch r.Outcome() {
 	case purgatory.Expired: // counted by OnExpiration
 	case purgatory.Shed:
@@ -61,11 +73,12 @@ func (r *request) OnComplete() {
 		r.end(endCompleted)
 	}
 }
-func (r *request) OnExpiration()  { r.end(endExpired) }
-func (r *request) end(how ending) { r.traffic.end(r, how) }
+func (r *libRequest) OnExpiration() { r.end(endExpired) }
 
 // delayed is what W5 drives: this library's purgatory, or the naive one.
 type delayed interface {
+	// newRequest returns a new request in the system's own form.
+	newRequest() *request
 	add(r *request, key int, timeout time.Duration)
 	check(key int)
 	close()
@@ -101,9 +114,15 @@ func newDelayed(name string) (delayed, error) {
 
 type lib struct{ p *purgatory.Purgatory[int] }
 
+func (lib) newRequest() *request {
+	o := &libRequest{}
+	o.op = o
+	return &o.request
+}
+
 func (l lib) add(r *request, key int, timeout time.Duration) {
-	r.Timeout = timeout
-	l.p.TryCompleteElseWatch(r, key)
+	r.op.Timeout = timeout
+	l.p.TryCompleteElseWatch(r.op, key)
 }
 func (l lib) check(key int) { l.p.CheckAndComplete(key) }
 func (l lib) close()        { l.p.Close() }
@@ -140,6 +159,7 @@ func timeLeft(d time.Duration) time.Duration {
 // floor is floorSystem.
 type floor struct{}
 
+func (floor) newRequest() *request                   { return &request{} }
 func (floor) add(r *request, _ int, _ time.Duration) { r.end(endExpired) }
 func (floor) check(int)                              {}
 func (floor) close()                                 {}
@@ -158,6 +178,8 @@ type naiveReq struct {
 	mu    sync.Mutex // guards timer
 	timer *time.Timer
 }
+
+func (*naive) newRequest() *request { return &request{} }
 
 func (n *naive) add(r *request, key int, timeout time.Duration) {
 	q := &naiveReq{request: r}
