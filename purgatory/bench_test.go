@@ -12,24 +12,35 @@ import (
 	"github.com/purgatory-go/purgatory/purgatory"
 )
 
-// request is the operation both systems run: it completes once its event has
-// arrived (ready), and records how it ended.
+// request is what both systems run: it completes once its event has arrived
+// (ready), and records how it ended. Each system makes its own
+// (system.newRequest): the purgatory's is a libRequest, with the purgatory.Op
+// that a user's operation embeds, in one allocation; naive's carries no Op,
+// which it would never use.
 type request struct {
-	purgatory.Op
 	ready atomic.Bool
 	ended func(r *request, expired bool)
+	op    *libRequest // the purgatory's operation that holds this request; nil in naive's
 }
 
 func (r *request) TryComplete() bool { return r.ready.Load() }
-func (r *request) OnComplete() {
+
+// libRequest is a request as the purgatory's operation.
+type libRequest struct {
+	purgatory.Op
+	request
+}
+
+func (r *libRequest) OnComplete() {
 	if r.Outcome() != purgatory.Expired {
-		r.ended(r, false)
+		r.ended(&r.request, false)
 	}
 }
-func (r *request) OnExpiration() { r.ended(r, true) }
+func (r *libRequest) OnExpiration() { r.ended(&r.request, true) }
 
 // system is what the benchmarks drive: this library, or the naive reference.
 type system interface {
+	newRequest(ended func(*request, bool)) *request
 	add(r *request, key int, timeout time.Duration)
 	check(key int) int
 	close()
@@ -37,9 +48,15 @@ type system interface {
 
 type lib struct{ p *purgatory.Purgatory[int] }
 
+func (lib) newRequest(ended func(*request, bool)) *request {
+	o := &libRequest{}
+	o.op, o.ended = o, ended
+	return &o.request
+}
+
 func (l lib) add(r *request, key int, timeout time.Duration) {
-	r.Timeout = timeout
-	l.p.TryCompleteElseWatch(r, key)
+	r.op.Timeout = timeout
+	l.p.TryCompleteElseWatch(r.op, key)
 }
 func (l lib) check(key int) int { return l.p.CheckAndComplete(key) }
 func (l lib) close()            { l.p.Close() }
@@ -58,6 +75,8 @@ type naiveReq struct {
 	mu    sync.Mutex
 	timer *time.Timer
 }
+
+func (*naive) newRequest(ended func(*request, bool)) *request { return &request{ended: ended} }
 
 func (n *naive) add(r *request, key int, timeout time.Duration) {
 	q := &naiveReq{request: r}
@@ -129,12 +148,12 @@ func BenchmarkWatchComplete(b *testing.B) {
 	systems(b, func(b *testing.B, s system) {
 		ended := func(*request, bool) {}
 		for i := range 100_000 {
-			s.add(&request{ended: ended}, 1000+i%1000, time.Hour)
+			s.add(s.newRequest(ended), 1000+i%1000, time.Hour)
 		}
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
-			r := &request{ended: ended}
+			r := s.newRequest(ended)
 			s.add(r, i%1000, 30*time.Second)
 			r.ready.Store(true)
 			if s.check(i%1000) != 1 {
@@ -159,7 +178,7 @@ func BenchmarkWatchCompleteParallel(b *testing.B) {
 			i := 0
 			for pb.Next() {
 				key := base + i%1000
-				r := &request{ended: ended}
+				r := s.newRequest(ended)
 				s.add(r, key, 30*time.Second)
 				r.ready.Store(true)
 				if s.check(key) != 1 {
@@ -181,7 +200,7 @@ func BenchmarkCheckWalk(b *testing.B) {
 	const keys, perKey = 1000, 80
 	systems(b, func(b *testing.B, s system) {
 		for i := range keys * perKey {
-			s.add(&request{ended: func(*request, bool) {}}, i%keys, time.Hour)
+			s.add(s.newRequest(func(*request, bool) {}), i%keys, time.Hour)
 		}
 		rng := rand.New(rand.NewPCG(1, 2))
 		for b.Loop() {
@@ -214,7 +233,7 @@ func BenchmarkObserver(b *testing.B) {
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
-				r := &request{ended: ended}
+				r := lib{p}.newRequest(ended)
 				lib{p}.add(r, i%1000, 30*time.Second)
 				r.ready.Store(true)
 				p.CheckAndComplete(i % 1000)
@@ -339,7 +358,7 @@ func BenchmarkHandOff(b *testing.B) {
 // reusedRequest is a request that the purgatory hands back (Recycler): one
 // operation reused for every add, as a service with a pool reuses them.
 type reusedRequest struct {
-	request
+	libRequest
 	recycled bool
 }
 
@@ -364,9 +383,10 @@ func BenchmarkWatchCompleteReused(b *testing.B) {
 			defer p.Close()
 			ended := func(*request, bool) {}
 			for i := range 100_000 {
-				lib{p}.add(&request{ended: ended}, 1+i%1000, time.Hour)
+				lib{p}.add(lib{p}.newRequest(ended), 1+i%1000, time.Hour)
 			}
-			r := &reusedRequest{request: request{ended: ended}}
+			r := &reusedRequest{}
+			r.ended = ended
 			b.ReportAllocs()
 			for b.Loop() {
 				r.ready.Store(false)
@@ -394,7 +414,7 @@ func BenchmarkCheckSparse(b *testing.B) {
 			systems(b, func(b *testing.B, s system) {
 				rng := rand.New(rand.NewPCG(3, 4))
 				for range keys * 4 / 5 {
-					s.add(&request{ended: func(*request, bool) {}}, rng.IntN(keys), time.Hour)
+					s.add(s.newRequest(func(*request, bool) {}), rng.IntN(keys), time.Hour)
 				}
 				for b.Loop() {
 					if s.check(rng.IntN(keys)) != 0 {
