@@ -40,7 +40,7 @@ func main() {
 		rate    = flag.Int("rate", 0, "internal: W5 requests per second")
 		keys    = flag.Int("keys", 0, "internal: W5 keys")
 		open    = flag.Bool("open", false, "internal: W5 with arrivals in an open loop (W5over)")
-		gs      = flag.Int("goroutines", 0, "internal: W7 and W8 goroutines")
+		gs      = flag.Int("goroutines", 0, "internal: W7, W8 and W8pair goroutines")
 		recv    = flag.Int("receivers", 0, "internal: W9 receivers")
 		race    = flag.Bool("race", false, "internal: W9race")
 
@@ -176,7 +176,7 @@ func runChild(workload, system string, p params) error {
 type job struct {
 	workload, system string
 	run              int
-	variant          int // parked timers for W2sweep, requests/s for W5sweep, W5over, W6sweep and W9sweep, keys for W5keys, W5pair and W6, goroutines for W7 and W8, receivers for W9 and W9pair
+	variant          int // parked timers for W2sweep, requests/s for W5sweep, W5over, W6sweep and W9sweep, keys for W5keys, W5pair and W6, goroutines for W7, W8 and W8pair, receivers for W9 and W9pair
 }
 
 func (j job) args(p params) []string {
@@ -200,7 +200,7 @@ func (j job) args(p params) []string {
 	case "W6sweep":
 		w = "W6"
 		a = append(a, "-rate", strconv.Itoa(j.variant), "-duration", sweepLength(p).String())
-	case "W7", "W8":
+	case "W7", "W8", "W8pair":
 		a = append(a, "-goroutines", strconv.Itoa(j.variant))
 	case "W9", "W9pair":
 		a = append(a, "-receivers", strconv.Itoa(j.variant))
@@ -387,6 +387,8 @@ func makePlan(workloads, systems string, runs int, p params) ([]job, error) {
 			variants = levelRates(p) // as W5sweep
 		case "W7", "W8":
 			variants = scalingGoroutines(p)
+		case "W8pair":
+			variants = pairGoroutines(p)
 		case "W9", "W9pair":
 			variants = w9Receivers(p)
 		case "W9sweep":
@@ -459,7 +461,7 @@ func variantText(j job) string {
 		return fmt.Sprintf(" receivers=%d", j.variant)
 	case "W5keys", "W5pair", "W6":
 		return fmt.Sprintf(" keys=%d", j.variant)
-	case "W7", "W8", "W10acq":
+	case "W7", "W8", "W8pair", "W10acq":
 		return fmt.Sprintf(" G=%d", j.variant)
 	}
 	return ""

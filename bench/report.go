@@ -186,7 +186,7 @@ var descriptions = map[string]string{
 	"W8":       "add+complete, the loop a broker runs most: G goroutines each loop for 2 s adding an operation that cannot complete yet on a key of their own, with a timeout drawn from U[1 s, 10 s), then marking it ready and checking its key, which completes it; 100,000 operations parked first on 1 h timeouts under 1,000 other keys. purgatory: a new operation per request; purgatory-reused: operations from a sync.Pool, put back in Recycle; lean: the leanest hand-written version (one mutex, a map of watch lists, a time.AfterFunc per operation whose callback only marks it ended; a check ends the ready ones under the lock and compacts the list); lean-pooled: lean with a sync.Pool of operations, each Resetting one time.Timer; naive: W5's. Own allocations and bytes leave out the caller's one operation; the collector's share is of all the process's CPU (runtime/metrics), its mark assists and idle marking apart",
 	"W8ledger": "W8's add+complete at G=1, reused operations against pooled lean, taken apart (issue 49's ledger): each line a loop of its own, timed in turn with the others in one process for 9 rounds of 150 ms, its median per process. A step's cost is the difference of two lines: the bookkeeping is the total less the timer. 100,000 operations are parked first on 1 h timeouts under 1,000 other keys, as in W8",
 	"W5pair":   "W5 at 100,000 requests/s over 1,000, 10,000 and 100,000 keys, the purgatory against naive in one process: 6 pairs of runs of 3 s of arrivals each (each system first in every other pair, a new system per run, a collection before it), so that a phase of the machine's speed moves both runs of a pair; a pair's ratio is ours over naive's CPU per request, and the table gives the median pair's (per process, then the median over processes). A run's first second fills the purgatory, so its lists are shorter on average than in W5's steady state",
-	"W8pair":   "W8 at G=1, purgatory-reused against lean-pooled in one process, timed in 24 alternate window pairs of 250 ms (each side first in every other pair), so that a phase of the machine's speed moves both sides of a pair: each window's add+completes per CPU-second of the process, a pair's ratio ours over lean's. Also the median ratio over the pairs where lean ran above its median speed (a fast phase) and over the rest. 100,000 operations are parked first on 1 h timeouts under 1,000 other keys for each system, as in W8",
+	"W8pair":   "W8 at G=1 and G=2, purgatory-reused against lean-pooled in one process, timed in 24 alternate window pairs of 250 ms (each side first in every other pair; in a window, G goroutines each run that side's loop on a key of their own), so that a phase of the machine's speed moves both sides of a pair: each window's add+completes per CPU-second of the process, a pair's ratio ours over lean's. Also the median ratio over the pairs where lean ran above its median speed (a fast phase) and over the rest. 100,000 operations are parked first on 1 h timeouts under 1,000 other keys for each system, as in W8",
 	"W6sweep":  "W6 over 1,000 keys at rising request rates, 5 s each; a system stops after the first rate at which a run could not keep up (lag p50 under 10 ms and the completed share within 1 point of the expected share)",
 	"W9":       "hand-off: one key; W receivers, each a goroutine that waits for an item with a 30 s timeout (a timer armed and stopped per wait), takes one, and waits again at once; a producer pushes 100,000 items/s for 10 s. purgatory: the receivers' TryComplete takes the item, operations reused (Recycler), HandOff after each push; purgatory-check: the same with CheckAndComplete, which tries every receiver per push (2 s of pushing at 100,000 receivers); lean-pooled: one mutex, a FIFO list of waiters each with a channel and one reused time.Timer; lean: the same with a new waiter and a time.AfterFunc per wait. CPU is the process's per item delivered; push-to-receive counts from when an item was due to be pushed to when its receiver had it; lost is what was neither delivered nor left queued; an expiry counts against the system when an item had been queued for over 1 ms at the wait's deadline",
 	"W10":      "a pool of 10 connections under stress (issue 51): 64 goroutines acquire with timeouts of U[50 µs, 500 µs], hold for U[0, 100 µs] and release, for 10 s. purgatory: docs/api.md's pool recipe, parked (TryCompleteElsePark under the pool's mutex, Parked.Wait after it; Release pushes and hands off under it), operations reused; purgatory-wheel: the same with its timeouts on the wheel (TryCompleteElseWatch, OnComplete answering on a channel), as before the parked form; channel: a buffered channel of the connections, a select with the goroutine's own time.Timer; semaphore: golang.org/x/sync/semaphore's Weighted with a context.WithTimeout per wait. Lateness is how long after its timeout a timed-out acquire returned; acquire wait counts acquires that got a connection; an overtake is an acquire that got a connection before one that began earlier and got one later",
@@ -266,7 +266,7 @@ func markdown(ms metas, keys []key, res map[key][]result, p params) string {
 			ledgerTable(&b, res)
 			continue
 		case "W8pair":
-			pairTable(&b, res)
+			pairTable(&b, ks, res)
 			continue
 		case "W5pair":
 			w5PairTable(&b, ks, res)
@@ -487,13 +487,15 @@ func ledgerTable(b *strings.Builder, res map[key][]result) {
 		at("lean-pooled", "total")-at("lean-pooled", "timer"))
 }
 
-// pairTable is W8pair's: the medians over processes of each summary of the
-// window pairs.
-func pairTable(b *strings.Builder, res map[key][]result) {
-	at := func(m string) string { return format(median(values(res[key{"W8pair", 0, "purgatory-reused"}], m))) }
-	b.WriteString("| ratio, median pair | lowest | highest | where lean ran fast | where lean ran slow | purgatory-reused per CPU-s | lean-pooled per CPU-s |\n|---|---|---|---|---|---|---|\n")
-	fmt.Fprintf(b, "| %s× | %s× | %s× | %s× | %s× | %s | %s |\n", at("ratio"), at("ratio_min"), at("ratio_max"),
-		at("ratio_lean_fast"), at("ratio_lean_slow"), at("ops_per_cpu_s"), at("peer_ops_per_cpu_s"))
+// pairTable is W8pair's: per goroutine count, the medians over processes of
+// each summary of the window pairs.
+func pairTable(b *strings.Builder, ks []key, res map[key][]result) {
+	b.WriteString("| goroutines | ratio, median pair | lowest | highest | where lean ran fast | where lean ran slow | purgatory-reused per CPU-s | lean-pooled per CPU-s |\n|---|---|---|---|---|---|---|---|\n")
+	for _, k := range ks {
+		at := func(m string) string { return format(median(values(res[k], m))) }
+		fmt.Fprintf(b, "| %d | %s× | %s× | %s× | %s× | %s× | %s | %s |\n", max(k.variant, 1), at("ratio"), at("ratio_min"), at("ratio_max"),
+			at("ratio_lean_fast"), at("ratio_lean_slow"), at("ops_per_cpu_s"), at("peer_ops_per_cpu_s"))
+	}
 }
 
 // w5PairTable is W5pair's: per key count, the medians over processes of each
