@@ -14,21 +14,16 @@ import (
 // seconds, moves both sides of a window pair rather than one process of a
 // system. In a window, G goroutines each run their own loop of one side
 // (W8's, on a key of their own). Each window counts add+completes per
-// CPU-second of the process; a pair's ratio is ours over lean's. The report gives the median ratio, and the
-// median ratio over the pairs where lean ran above its median speed and
-// over those where it ran below: apart, they show how much more a slow
-// phase costs one system than the other. 100,000 operations are parked
+// CPU-second of the process; a pair's ratio is ours over lean's. The
+// report gives the median ratio, and the median ratio over the pairs where
+// lean ran above its median speed and over those where it ran below: apart,
+// they show how much more a slow phase costs one system than the other. 100,000 operations are parked
 // first on 1 h timeouts under 1,000 other keys for each system, as in W8.
 var pairSystems = []string{"purgatory-reused"}
 
 // pairGoroutines are W8pair's goroutine counts: issue 49's W8 targets are at
 // one goroutine, and a library change must not lower its ratios at two.
-func pairGoroutines(p params) []int {
-	if p.quick {
-		return []int{1}
-	}
-	return []int{1, 2}
-}
+func pairGoroutines(params) []int { return []int{1, 2} }
 
 // pairWindows is how many window pairs a process times.
 const pairWindows = 24

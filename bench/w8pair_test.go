@@ -2,7 +2,11 @@ package main
 
 import (
 	"math"
+	"math/rand/v2"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 )
 
 // W8pair's summary: the ratio is per pair, and the pairs split by lean's
@@ -63,5 +67,35 @@ func sameMetrics(t *testing.T, got, want map[string]float64) {
 	}
 	if len(got) != len(want) {
 		t.Errorf("metrics %v, want exactly %v", got, want)
+	}
+}
+
+// A window runs every loop it is given, each with its own rng, at once: at
+// two goroutines both loops run, and they overlap. (In a bubble: the loops
+// sleep, and the window's clock is the bubble's.)
+func TestWindowRunsEveryLoop(t *testing.T) { synctest.Test(t, testWindowRunsEveryLoop) }
+
+func testWindowRunsEveryLoop(t *testing.T) {
+	var runs [2]atomic.Int64
+	var inside, overlapped atomic.Int64
+	loop := func(i int) w8Loop {
+		return func(*rand.Rand) {
+			if inside.Add(1) > 1 {
+				overlapped.Add(1)
+			}
+			runs[i].Add(1)
+			time.Sleep(10 * time.Microsecond)
+			inside.Add(-1)
+		}
+	}
+	rngs := []*rand.Rand{rand.New(rand.NewPCG(0, 1)), rand.New(rand.NewPCG(1, 1))}
+	if got := window([]w8Loop{loop(0), loop(1)}, 20*time.Millisecond, rngs); !(got > 0) { // +Inf if the process used no CPU the clock saw
+		t.Fatalf("runs per CPU-second %v, want > 0", got)
+	}
+	if runs[0].Load() == 0 || runs[1].Load() == 0 {
+		t.Fatalf("runs %d and %d: each loop must run", runs[0].Load(), runs[1].Load())
+	}
+	if overlapped.Load() == 0 {
+		t.Fatal("the two loops never ran at once: a window at G = 2 runs them on goroutines of their own")
 	}
 }
