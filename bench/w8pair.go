@@ -17,8 +17,9 @@ import (
 // CPU-second of the process; a pair's ratio is ours over lean's. The
 // report gives the median ratio, and the median ratio over the pairs where
 // lean ran above its median speed and over those where it ran below: apart,
-// they show how much more a slow phase costs one system than the other. 100,000 operations are parked
-// first on 1 h timeouts under 1,000 other keys for each system, as in W8.
+// they show how much more a slow phase costs one system than the other.
+// 100,000 operations are parked first on 1 h timeouts under 1,000 other
+// keys for each system, as in W8.
 var pairSystems = []string{"purgatory-reused"}
 
 // pairGoroutines are W8pair's goroutine counts: issue 49's W8 targets are at
@@ -76,16 +77,16 @@ func window(loops []w8Loop, per time.Duration, rngs []*rand.Rand) float64 {
 		}
 		return n
 	}
-	if len(loops) == 1 {
-		n := run(loops[0], rngs[0])
-		return float64(n) / (cpuTime() - cpu0).Seconds()
-	}
 	var total atomic.Int64
-	var wg sync.WaitGroup
-	for i, loop := range loops {
-		wg.Go(func() { total.Add(run(loop, rngs[i])) })
+	if len(loops) == 1 {
+		total.Add(run(loops[0], rngs[0])) // no goroutine to start
+	} else {
+		var wg sync.WaitGroup
+		for i, loop := range loops {
+			wg.Go(func() { total.Add(run(loop, rngs[i])) })
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 	return float64(total.Load()) / (cpuTime() - cpu0).Seconds()
 }
 
