@@ -18,35 +18,28 @@ import (
 // polls that shard, and polls only the shards whose time has come
 // (shard.go).
 //
-// With the pool it runs each batch of due timers itself, as one of the pool's
-// workers, and hands on the driving only if the batch outlasts DriverTurn
-// (turn.go): the deposed driver finishes its callback, and a new goroutine
-// drives. Handing every batch to a worker instead costs a goroutine started
-// and woken, often on the other core, per batch (docs/benchmarks.md,
-// Trials, for what that came to). An earlier
-// relay (wheel v3) passed the role on for every batch, which moved W4's
-// lateness p99.9 to near 15 ms in two of six runs; this one passes it on
-// only for a batch that runs that long.
+// It hands due timers to the executor instead of running one itself: with the
+// pool, the worker it starts runs on the same P as soon as the driver parks,
+// a goroutine switch rather than a second wake-up of a thread. A relay that
+// had the woken driver run the first callback and pass its role to a new
+// goroutine (leader/follower; git history, wheel v3) measured the same W4
+// lateness p50 and median p99.9, and its p99.9 was near 15 ms in two of six
+// runs against at most 7.2 ms without it, so it was left out.
 
 // forever is the wait of a driver that sleeps until woken.
 const forever time.Duration = math.MaxInt64
 
 func (tw *TimingWheel) drive(sleep *time.Timer) {
-	if tw.inline {
-		defer close(tw.done) // even when a callback ends the goroutine: it drove alone
-	}
+	defer close(tw.done)
 	var due []job
 	for {
 		var ok bool
 		var now instant
 		due, now, _, ok = tw.advance(due[:0])
 		if !ok {
-			tw.driven()
 			return // stopped
 		}
-		if !tw.dispatch(due, now, true) {
-			return // deposed in its batch: another goroutine drives (turn.go)
-		}
+		tw.dispatch(due, now)
 		if len(due) > 0 {
 			clear(due) // drop the references until the next batch
 			continue   // look again: time passed while handing them over
@@ -60,30 +53,9 @@ func (tw *TimingWheel) drive(sleep *time.Timer) {
 			sleep.Stop()
 		case <-tw.quit:
 			sleep.Stop()
-			tw.driven()
 			return
 		}
 	}
-}
-
-// driven is the last driver's exit once the wheel has stopped: it closes
-// done, for Shutdown. Of the drivers that take turns with the pool (turn.go)
-// only one runs at a time, and only the one that sees the wheel stopped
-// gets here.
-func (tw *TimingWheel) driven() {
-	if !tw.inline {
-		close(tw.done)
-	}
-}
-
-// takeover starts another driver goroutine, when the pool deposes the one
-// that ran a batch for too long (turn.go). Only a driver arms the driver's
-// sleep timer, and only one drives at a time.
-func (tw *TimingWheel) takeover() {
-	tw.sleepMu.Lock()
-	sleep := tw.sleep
-	tw.sleepMu.Unlock()
-	go tw.drive(sleep)
 }
 
 // plan arms the driver's sleep for sleepUntil: the instant its last look
@@ -198,23 +170,17 @@ func (tw *TimingWheel) earliest() instant {
 }
 
 // dispatch tells the observer how late the due timers are at now, when they were
-// taken out of the wheel, and hands them to the executor, outside the lock:
-// from the driver (own), which the executor may run them on, or from
-// AdvanceClock's caller. It reports whether a driver is still the driver.
-func (tw *TimingWheel) dispatch(due []job, now instant, own bool) (driving bool) {
+// taken out of the wheel, and hands them to the executor, outside the lock.
+func (tw *TimingWheel) dispatch(due []job, now instant) {
 	if len(due) == 0 {
-		return true
+		return
 	}
 	if tw.observer != nil {
 		tw.observe(due, now)
 	}
 	tw.fired.Add(int64(len(due)))
 	tw.inflight.Add(len(due))
-	if own {
-		return tw.exec.runOwn(due)
-	}
 	tw.exec.execute(due)
-	return true
 }
 
 // AdvanceClock drives a wheel made [WithManualClock] from the caller's own
@@ -233,7 +199,7 @@ func (tw *TimingWheel) AdvanceClock(timeout time.Duration) bool {
 			return false
 		}
 		if len(due) > 0 {
-			tw.dispatch(due, now, false)
+			tw.dispatch(due, now)
 			return true
 		}
 		if deadline == 0 {

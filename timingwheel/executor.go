@@ -3,7 +3,6 @@ package timingwheel
 import (
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // DefaultMaxWorkers is the default executor's bound on goroutines that run
@@ -32,19 +31,15 @@ const (
 // that waits for another timer's callback waits forever.
 func InlineExecutor() Executor { return Executor{kind: inlineKind} }
 
-// PoolExecutor runs callbacks on up to maxWorkers goroutines, so an idle wheel
-// holds none but its driver. The driver runs each batch of due callbacks
-// itself, as one of the workers, where it has just read their timers; if the
-// batch is still running after [DriverTurn], the rest of it goes to the
-// pool's queue and another goroutine takes over the driving. So a slow
-// callback holds up the timers due with it and later ones for about
-// DriverTurn at most, and a burst of a million due timers starts at most
-// maxWorkers goroutines. While callbacks wait in the queue, the pool keeps
-// one worker that is not inside a callback, starting one if the bound
-// allows: so a callback that blocks (even on another timer's callback, due
-// at the same time) holds up the others no longer than DriverTurn, until
-// maxWorkers callbacks block at once. It is the default, with
-// [DefaultMaxWorkers].
+// PoolExecutor runs callbacks on up to maxWorkers goroutines that are started
+// when due timers arrive and exit when none are left, so an idle wheel holds
+// none. The driver only appends to the pool's queue, so a slow callback never
+// holds it up, and a burst of a million due timers starts at most maxWorkers
+// goroutines. While callbacks wait in the queue, the pool keeps one worker
+// that is not inside a callback, starting one if the bound allows: so a
+// callback that blocks (even on another timer's callback, due at the same
+// time) never holds up the others, until maxWorkers callbacks block at once.
+// It is the default, with [DefaultMaxWorkers].
 func PoolExecutor(maxWorkers int) Executor { return Executor{kind: poolKind, workers: maxWorkers} }
 
 // executor is what the TimingWheel drives: it hands over each batch of due
@@ -55,10 +50,6 @@ func PoolExecutor(maxWorkers int) Executor { return Executor{kind: poolKind, wor
 type executor interface {
 	// execute runs or queues every job in due; it keeps no reference to due.
 	execute(due []job)
-	// runOwn runs or queues every job in due, as execute does, called by
-	// the driver goroutine, which it may run them on. It reports whether
-	// the caller is still the driver: false once another goroutine drives.
-	runOwn(due []job) (driving bool)
 	// load reports the callbacks running and queued, for Stats and the
 	// watchdog, and with named the handlers of those running.
 	load(named bool) load
@@ -74,13 +65,12 @@ type job struct {
 
 // load is what an executor is doing at one moment.
 type load struct {
-	busy      int       // callbacks running
-	capacity  int       // callbacks that may run at once: 1, or the pool's bound
-	queued    int       // callbacks handed over and not yet started
-	head      instant   // the deadline of the first queued one, if any
-	finished  int64     // callbacks that have returned, ever: progress
-	takeovers int64     // drivers deposed (turn.go), ever
-	running   []Handler // the callbacks running, when asked for
+	busy     int       // callbacks running
+	capacity int       // callbacks that may run at once: 1, or the pool's bound
+	queued   int       // callbacks handed over and not yet started
+	head     instant   // the deadline of the first queued one, if any
+	finished int64     // callbacks that have returned, ever: progress
+	running  []Handler // the callbacks running, when asked for
 }
 
 // quiet reports whether no callback runs or waits.
@@ -120,12 +110,6 @@ func (x *inline) execute(due []job) {
 	x.mu.Unlock()
 }
 
-// runOwn runs due on the driver, which stays the driver however long they run.
-func (x *inline) runOwn(due []job) bool {
-	x.execute(due)
-	return true
-}
-
 func (x *inline) load(named bool) load {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -148,8 +132,7 @@ func (x *inline) load(named bool) load {
 // maxIdleQueue is the largest queue capacity a drained pool keeps.
 const maxIdleQueue = 4096
 
-// pool is the default executor. Its driver runs its own batches while the
-// queue is empty and the bound allows (turn.go). Its rule: whenever the queue is not empty, a
+// pool is the default executor. Its rule: whenever the queue is not empty, a
 // spare worker (one not inside a callback: starting, or between two) exists,
 // unless max workers exist. A worker that takes a callback and leaves none
 // spare behind it starts one more before it runs the callback. So nothing
@@ -161,19 +144,13 @@ type pool struct {
 	wake func() // after jobs are queued: the stuck-callback sampler's Wake
 	max  int
 
-	mu        sync.Mutex // guards everything below
-	queue     []job
-	head      int       // queue[head:] is waiting to run
-	workers   int       // started and not yet exited
-	spare     int       // workers not inside a callback
-	finished  int64     // callbacks that have returned
-	takeovers int64     // drivers deposed (turn.go)
-	slots     []*worker // one per worker, in no order
-	batch     []job     // the batch the driver runs itself (turn.go); nil if none
-	own       *turn     // the current driver's turn
-
-	guard    *time.Timer // runs depose DriverTurn after the driver began a batch
-	takeover func()      // starts another driver goroutine (the wheel's)
+	mu       sync.Mutex // guards everything below
+	queue    []job
+	head     int       // queue[head:] is waiting to run
+	workers  int       // started and not yet exited
+	spare    int       // workers not inside a callback
+	finished int64     // callbacks that have returned
+	slots    []*worker // one per worker, in no order
 }
 
 // worker is what the watchdog sees of a pool worker: the job it runs. A
@@ -185,14 +162,8 @@ type worker struct {
 	i    int // its index in slots
 }
 
-// newPool returns a pool of at most maxWorkers workers that run callbacks
-// with run and call wake once jobs are visible to load. takeover starts
-// another driver goroutine, for a driver deposed inside its own batch.
-func newPool(maxWorkers int, run func(job), wake, takeover func()) *pool {
-	p := &pool{run: run, wake: wake, max: maxWorkers, own: &turn{}, takeover: takeover}
-	p.guard = time.AfterFunc(forever, p.depose)
-	p.guard.Stop()
-	return p
+func newPool(maxWorkers int, run func(job), wake func()) *pool {
+	return &pool{run: run, wake: wake, max: maxWorkers}
 }
 
 func (p *pool) execute(due []job) {
@@ -200,17 +171,6 @@ func (p *pool) execute(due []job) {
 		return
 	}
 	p.mu.Lock()
-	p.enqueue(due)
-	start := p.needSpare()
-	p.mu.Unlock()
-	if start {
-		go p.work()
-	}
-	p.wake()
-}
-
-// enqueue appends jobs to the queue; the caller holds mu.
-func (p *pool) enqueue(jobs []job) {
 	if p.head > 0 && p.head*2 >= len(p.queue) {
 		// Slide the waiting part down so a queue that never quite drains
 		// does not grow without bound.
@@ -218,7 +178,13 @@ func (p *pool) enqueue(jobs []job) {
 		clear(p.queue[n:])
 		p.queue, p.head = p.queue[:n], 0
 	}
-	p.queue = append(p.queue, jobs...)
+	p.queue = append(p.queue, due...)
+	start := p.needSpare()
+	p.mu.Unlock()
+	if start {
+		go p.work()
+	}
+	p.wake()
 }
 
 // needSpare counts one more worker, to be started by the caller, if callbacks
@@ -237,23 +203,10 @@ func (p *pool) work() {
 	p.mu.Lock()
 	w.i = len(p.slots)
 	p.slots = append(p.slots, w)
-	p.serve(w)
-}
-
-// serve runs queued callbacks on the listed, spare worker w until the queue
-// is empty, then takes w off the pool. The caller holds mu; serve releases it.
-// A callback that calls runtime.Goexit ends the worker; its place is taken
-// as if it had returned.
-func (p *pool) serve(w *worker) {
 	returned := false
 	defer func() {
 		if !returned {
-			p.mu.Lock()
-			start := p.drop(w)
-			p.mu.Unlock()
-			if start {
-				go p.work()
-			}
+			p.goexited(w)
 		}
 	}()
 	for p.head < len(p.queue) {
@@ -281,17 +234,6 @@ func (p *pool) serve(w *worker) {
 	returned = true
 }
 
-// drop takes the busy worker w, whose goroutine a callback ended
-// (runtime.Goexit), off the pool, and reports whether the caller must start
-// a worker in its place (needSpare); the caller holds mu.
-func (p *pool) drop(w *worker) (start bool) {
-	w.j, w.busy = job{}, false
-	p.finished++
-	p.spare++ // not inside a callback any more; leave takes it off
-	p.leave(w)
-	return p.needSpare()
-}
-
 // leave takes the spare worker w off the pool; the caller holds mu.
 func (p *pool) leave(w *worker) {
 	last := p.slots[len(p.slots)-1]
@@ -302,10 +244,28 @@ func (p *pool) leave(w *worker) {
 	p.spare--
 }
 
+// goexited takes off the pool the busy worker w, whose goroutine a callback
+// ended (runtime.Goexit: t.FailNow in a test's callback, say), and starts a
+// worker in its place if callbacks wait for one. Without it the worker would
+// stay counted, busy, for good: one place fewer under the bound, until no
+// timer fires.
+func (p *pool) goexited(w *worker) {
+	p.mu.Lock()
+	w.j, w.busy = job{}, false
+	p.finished++
+	p.spare++ // not inside a callback any more; leave takes it off
+	p.leave(w)
+	start := p.needSpare()
+	p.mu.Unlock()
+	if start {
+		go p.work()
+	}
+}
+
 func (p *pool) load(named bool) load {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	l := load{busy: p.workers - p.spare, capacity: p.max, queued: len(p.queue) - p.head, finished: p.finished, takeovers: p.takeovers}
+	l := load{busy: p.workers - p.spare, capacity: p.max, queued: len(p.queue) - p.head, finished: p.finished}
 	if l.queued > 0 {
 		l.head = p.queue[p.head].when
 	}
@@ -316,31 +276,5 @@ func (p *pool) load(named bool) load {
 			}
 		}
 	}
-	if p.batch != nil {
-		p.loadOwn(&l, named)
-	}
 	return l
-}
-
-// loadOwn adds to l the batch the driver runs itself; the caller holds mu.
-// The driver counts among the busy workers from the batch's start to its
-// end, including the moments before its first callback and after its last.
-func (p *pool) loadOwn(l *load, named bool) {
-	n, k := len(p.batch), int(p.own.at.Load())
-	if k == ended {
-		l.finished += int64(n)
-		return
-	}
-	if k < n {
-		if l.queued == 0 || p.batch[k].when < l.head {
-			l.head = p.batch[k].when
-		}
-		l.queued += n - k
-	}
-	if k > 0 {
-		l.finished += int64(k - 1)
-		if named {
-			l.running = append(l.running, p.batch[k-1].t.h)
-		}
-	}
 }

@@ -1,6 +1,8 @@
 package timingwheel_test
 
 import (
+	"context"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -79,4 +81,32 @@ func TestZeroTimingWheel(t *testing.T) {
 	_, err := timingwheel.New(timingwheel.WithTick(time.Millisecond), nil)
 	require.ErrorIs(t, err, timingwheel.ErrInvalidOption)
 	require.ErrorContains(t, err, "option 1 is nil")
+}
+
+// A callback that calls runtime.Goexit (t.FailNow inside one, say) ends the
+// pool's worker it runs on, but not the worker's place under the bound: with
+// a pool of one, the callback due with it and a later one still run, once
+// each, Stats shows nothing busy, and Shutdown returns. (The worker stayed
+// counted, busy, before: one place fewer for good, and with a pool of one no
+// timer ran again.)
+func TestGoexitInACallbackKeepsThePoolsPlace(t *testing.T) {
+	for _, workers := range []int{1, 2} {
+		synctest.Test(t, func(t *testing.T) {
+			tw := testkit.Wheel(t, timingwheel.WithExecutor(timingwheel.PoolExecutor(workers)), timingwheel.WithShards(1))
+			var exited, with, later atomic.Int32
+			tw.AfterFunc(time.Millisecond, func() { exited.Add(1); runtime.Goexit() })
+			tw.AfterFunc(time.Millisecond, func() { with.Add(1) })
+			tw.AfterFunc(time.Second, func() { later.Add(1) })
+			time.Sleep(2 * time.Second)
+			synctest.Wait()
+			require.EqualValues(t, 1, exited.Load(), "%d workers", workers)
+			require.EqualValues(t, 1, with.Load(), "%d workers: the callback due with it", workers)
+			require.EqualValues(t, 1, later.Load(), "%d workers: a later callback", workers)
+			s := tw.Stats()
+			require.Zero(t, s.Busy)
+			require.Zero(t, s.Queued)
+			_, err := tw.Shutdown(context.Background())
+			require.NoError(t, err)
+		})
+	}
 }

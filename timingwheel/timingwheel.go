@@ -158,7 +158,7 @@ func New(opts ...Option) (*TimingWheel, error) {
 	if tw.inline {
 		tw.exec = &inline{run: tw.run, wake: tw.sampler.Wake}
 	} else {
-		tw.exec = newPool(c.exec.workers, tw.run, tw.sampler.Wake, tw.takeover)
+		tw.exec = newPool(c.exec.workers, tw.run, tw.sampler.Wake)
 	}
 	if !c.manual {
 		tw.Start()
@@ -371,13 +371,6 @@ type Stats struct {
 	// should wake about as often as timers fire, not once a tick.
 	// AdvanceClock's waits are not counted.
 	Wakeups int64
-	// Takeovers counts the times another goroutine took over the driving
-	// from a driver that ran a batch of the pool's callbacks itself for
-	// DriverTurn (one callback that long, or many that add up to it), or
-	// whose goroutine a callback ended. A wheel whose callbacks only hand
-	// work on shows few; each costs what every batch cost before
-	// DriverTurn: goroutines started on the pool. Always 0 inline.
-	Takeovers int64
 
 	Busy   int // callbacks running now: at most the pool's bound, or 1 inline
 	Queued int // callbacks handed to the executor and not yet started
@@ -391,14 +384,13 @@ type Stats struct {
 func (tw *TimingWheel) Stats() Stats {
 	l := tw.exec.load(false)
 	s := Stats{
-		Pending:   tw.Len(),
-		Fired:     tw.fired.Load(),
-		Panics:    tw.panics.Load(),
-		Rejected:  tw.rejected.Load(),
-		Wakeups:   tw.wakeups.Load(),
-		Takeovers: l.takeovers,
-		Busy:      l.busy,
-		Queued:    l.queued,
+		Pending:  tw.Len(),
+		Fired:    tw.fired.Load(),
+		Panics:   tw.panics.Load(),
+		Rejected: tw.rejected.Load(),
+		Wakeups:  tw.wakeups.Load(),
+		Busy:     l.busy,
+		Queued:   l.queued,
 	}
 	if l.queued > 0 {
 		s.OldestQueued = max(time.Duration(tw.now()-l.head), 0)
