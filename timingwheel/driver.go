@@ -30,16 +30,16 @@ import (
 const forever time.Duration = math.MaxInt64
 
 func (tw *TimingWheel) drive(sleep *time.Timer) {
-	defer close(tw.done)
 	var due []job
 	for {
 		var ok bool
 		var now instant
 		due, now, _, ok = tw.advance(due[:0])
 		if !ok {
-			return // stopped
+			close(tw.done) // stopped
+			return
 		}
-		tw.dispatch(due, now)
+		tw.dispatch(due, now, true)
 		if len(due) > 0 {
 			clear(due) // drop the references until the next batch
 			continue   // look again: time passed while handing them over
@@ -53,9 +53,34 @@ func (tw *TimingWheel) drive(sleep *time.Timer) {
 			sleep.Stop()
 		case <-tw.quit:
 			sleep.Stop()
+			close(tw.done)
 			return
 		}
 	}
+}
+
+// carryOn does on a new goroutine what user code left undone when it ended
+// its goroutine (runtime.Goexit: t.FailNow in a test's callback, say), and
+// then drives the wheel if the ended goroutine was its driver: so no timer
+// is lost, and done is closed once, by the driver that sees the wheel
+// stopped. Two calls into user code end the driver that way: an inline
+// callback (resume) and the Observer (observe).
+func (tw *TimingWheel) carryOn(undone func(), driving bool) {
+	go func() {
+		undone()
+		if driving {
+			tw.sleepMu.Lock()
+			sleep := tw.sleep
+			tw.sleepMu.Unlock()
+			tw.drive(sleep)
+		}
+	}()
+}
+
+// resume runs rest, the part of an inline batch after a callback that ended
+// its goroutine, in order on a new goroutine (carryOn).
+func (tw *TimingWheel) resume(rest []job, driving bool) {
+	tw.carryOn(func() { tw.exec.execute(rest, driving) }, driving)
 }
 
 // plan arms the driver's sleep for sleepUntil: the instant its last look
@@ -170,17 +195,23 @@ func (tw *TimingWheel) earliest() instant {
 }
 
 // dispatch tells the observer how late the due timers are at now, when they were
-// taken out of the wheel, and hands them to the executor, outside the lock.
-func (tw *TimingWheel) dispatch(due []job, now instant) {
+// taken out of the wheel, and hands them to the executor, outside the lock;
+// driving tells whether the caller is the driver or AdvanceClock's caller.
+func (tw *TimingWheel) dispatch(due []job, now instant, driving bool) {
 	if len(due) == 0 {
 		return
 	}
 	if tw.observer != nil {
-		tw.observe(due, now)
+		tw.observe(due, now, driving)
 	}
+	tw.hand(due, driving)
+}
+
+// hand counts due as fired and hands them to the executor.
+func (tw *TimingWheel) hand(due []job, driving bool) {
 	tw.fired.Add(int64(len(due)))
 	tw.inflight.Add(len(due))
-	tw.exec.execute(due)
+	tw.exec.execute(due, driving)
 }
 
 // AdvanceClock drives a wheel made [WithManualClock] from the caller's own
@@ -199,7 +230,7 @@ func (tw *TimingWheel) AdvanceClock(timeout time.Duration) bool {
 			return false
 		}
 		if len(due) > 0 {
-			tw.dispatch(due, now)
+			tw.dispatch(due, now, false)
 			return true
 		}
 		if deadline == 0 {

@@ -49,7 +49,9 @@ func PoolExecutor(maxWorkers int) Executor { return Executor{kind: poolKind, wor
 // sampler samples it.
 type executor interface {
 	// execute runs or queues every job in due; it keeps no reference to due.
-	execute(due []job)
+	// driving tells whether the caller is the driver goroutine (or
+	// AdvanceClock's caller), for an executor that runs jobs on the caller.
+	execute(due []job, driving bool)
 	// load reports the callbacks running and queued, for Stats and the
 	// watchdog, and with named the handlers of those running.
 	load(named bool) load
@@ -81,33 +83,61 @@ func (l load) quiet() bool { return l.busy == 0 && l.queued == 0 }
 // and the position in it, one atomic store per callback: reading the batch
 // itself would race with the driver refilling it.
 type inline struct {
-	run  func(job)
-	wake func()       // after a batch is visible to load: the stuck-callback sampler's Wake
-	pos  atomic.Int64 // 1 + the index in batch of the callback running; 0 between batches
+	run    func(job)
+	wake   func()                         // after a batch is visible to load: the stuck-callback sampler's Wake
+	resume func(rest []job, driving bool) // after a callback ended the goroutine: runs rest on another
+	pos    atomic.Int64                   // 1 + the index in batch of the callback running; 0 between batches
 
 	mu       sync.Mutex // guards batch and finished
 	batch    []job
 	finished int64 // callbacks of earlier batches
 }
 
-func (x *inline) execute(due []job) {
+func (x *inline) execute(due []job, driving bool) {
 	x.mu.Lock()
 	x.batch = append(x.batch[:0], due...)
 	x.mu.Unlock()
 	x.wake()
+	returned := false
+	defer func() {
+		if !returned {
+			x.goexited(driving)
+		}
+	}()
 	for i, j := range due {
 		x.pos.Store(int64(i + 1))
 		x.run(j)
 	}
+	returned = true
 	x.pos.Store(0)
+	x.finish(len(due), nil)
+}
+
+// finish ends a batch of which n callbacks have returned, and returns a copy
+// of rest, the batch's part after them that will run elsewhere.
+func (x *inline) finish(n int, rest []job) []job {
 	x.mu.Lock()
-	x.finished += int64(len(due))
+	defer x.mu.Unlock()
+	rest = append(rest, x.batch[n:]...)
+	x.finished += int64(n)
 	clear(x.batch) // drop the references
 	x.batch = x.batch[:0]
 	if cap(x.batch) > maxIdleQueue {
 		x.batch = nil
 	}
-	x.mu.Unlock()
+	return rest
+}
+
+// goexited is execute's way out when a callback called runtime.Goexit
+// (t.FailNow in a test's callback, say), which ends the goroutine that runs
+// the batch: the rest of the batch runs, in order, on a new goroutine, which
+// then drives the wheel if the ended one did (resume). Under a manual clock
+// the rest runs on a goroutine of its own, beside the caller's next
+// AdvanceClock.
+func (x *inline) goexited(driving bool) {
+	n := int(x.pos.Load()) // the one that ended it has returned
+	x.pos.Store(0)
+	x.resume(x.finish(n, nil), driving)
 }
 
 func (x *inline) load(named bool) load {
@@ -166,7 +196,7 @@ func newPool(maxWorkers int, run func(job), wake func()) *pool {
 	return &pool{run: run, wake: wake, max: maxWorkers}
 }
 
-func (p *pool) execute(due []job) {
+func (p *pool) execute(due []job, _ bool) {
 	if len(due) == 0 {
 		return
 	}

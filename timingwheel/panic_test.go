@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -107,6 +108,89 @@ func TestGoexitInACallbackKeepsThePoolsPlace(t *testing.T) {
 			require.Zero(t, s.Queued)
 			_, err := tw.Shutdown(context.Background())
 			require.NoError(t, err)
+		})
+	}
+}
+
+// Inline, a callback that calls runtime.Goexit ends the driver goroutine, but
+// not the driving: the callback due with it runs next, in order, on the
+// goroutine that drives from then on, and later timers run, once each. Under
+// a manual clock the one due with it runs on a goroutine of its own.
+func TestGoexitInAnInlineCallback(t *testing.T) {
+	for _, manual := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			opts := []timingwheel.Option{timingwheel.WithExecutor(timingwheel.InlineExecutor()), timingwheel.WithShards(1)}
+			if manual {
+				opts = append(opts, timingwheel.WithManualClock())
+			}
+			tw := testkit.Wheel(t, opts...)
+			var order []string
+			var mu sync.Mutex
+			note := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
+			tw.AfterFunc(time.Millisecond, func() { note("exits"); runtime.Goexit() })
+			tw.AfterFunc(time.Millisecond, func() { note("with") })
+			tw.AfterFunc(time.Second, func() { note("later") })
+			time.Sleep(2 * time.Second)
+			if manual {
+				go tw.AdvanceClock(0) // its goroutine is the one that ends
+				synctest.Wait()
+				tw.AdvanceClock(0)
+			}
+			synctest.Wait()
+			mu.Lock()
+			require.Equal(t, []string{"exits", "with", "later"}, order, "manual clock: %v", manual)
+			mu.Unlock()
+			s := tw.Stats()
+			require.Zero(t, s.Busy)
+			require.Zero(t, s.Queued)
+			_, err := tw.Shutdown(context.Background())
+			require.NoError(t, err)
+		})
+	}
+}
+
+// exiting is an Observer and StartObserver whose first call of the kind
+// asked for calls runtime.Goexit.
+type exiting struct {
+	onFired, onStarted bool
+	calls              atomic.Int32
+}
+
+func (e *exiting) TimerFired(time.Duration) {
+	if e.onFired && e.calls.Add(1) == 1 {
+		runtime.Goexit()
+	}
+}
+
+func (e *exiting) CallbackStarted(time.Duration) {
+	if e.onStarted && e.calls.Add(1) == 1 {
+		runtime.Goexit()
+	}
+}
+
+// An Observer that calls runtime.Goexit ends the goroutine it is told on:
+// the driver, or a goroutine that runs callbacks (StartObserver). No timer
+// is lost and none runs twice: the batch it was told about and later timers
+// run once each, on either executor, and Shutdown returns.
+func TestGoexitInAnObserver(t *testing.T) {
+	for _, onFired := range []bool{true, false} {
+		executors(t, func(t *testing.T, exec timingwheel.Executor) {
+			synctest.Test(t, func(t *testing.T) {
+				obs := &exiting{onFired: onFired, onStarted: !onFired}
+				tw := testkit.Wheel(t, timingwheel.WithExecutor(exec), timingwheel.WithObserver(obs))
+				var ran [3]atomic.Int32
+				tw.AfterFunc(time.Millisecond, func() { ran[0].Add(1) })
+				tw.AfterFunc(time.Millisecond, func() { ran[1].Add(1) })
+				tw.AfterFunc(time.Second, func() { ran[2].Add(1) })
+				time.Sleep(2 * time.Second)
+				synctest.Wait()
+				for i := range ran {
+					require.EqualValues(t, 1, ran[i].Load(), "timer %d (Goexit in TimerFired: %v)", i, onFired)
+				}
+				require.Zero(t, tw.Stats().Busy)
+				_, err := tw.Shutdown(context.Background())
+				require.NoError(t, err)
+			})
 		})
 	}
 }

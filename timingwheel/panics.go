@@ -8,8 +8,21 @@ import (
 
 // observe tells the observer each timer's lateness at its hand-off at now. A
 // panicking observer is recovered and reported like a callback, so that it
-// cannot kill the driver; the timers it was told about still run.
-func (tw *TimingWheel) observe(due []job, now instant) {
+// cannot kill the driver; the timers it was told about still run. One that
+// calls runtime.Goexit ends the goroutine, driver or AdvanceClock's caller:
+// the batch is handed over from a new one (carryOn), untold.
+func (tw *TimingWheel) observe(due []job, now instant, driving bool) {
+	returned := false
+	defer func() {
+		if !returned { // the goroutine that filled due is ending: due is ours
+			tw.carryOn(func() { tw.hand(due, driving) }, driving)
+		}
+	}()
+	tw.tellObserver(due, now)
+	returned = true
+}
+
+func (tw *TimingWheel) tellObserver(due []job, now instant) {
 	defer tw.recoverPanic("the Observer")
 	for _, j := range due {
 		tw.observer.TimerFired(time.Duration(now - j.when)) // due: when <= now
@@ -21,15 +34,35 @@ func (tw *TimingWheel) observe(due []job, now instant) {
 // tells how late the callback starts (a panic there is reported, and the
 // callback runs all the same).
 func (tw *TimingWheel) run(j job) {
-	defer tw.inflight.Done()
 	if tw.starts != nil {
-		tw.started(j.when)
+		tw.started(j)
 	}
+	tw.fire(j)
+}
+
+// fire calls j's callback and counts it returned. Every callback runs under
+// it (inCallback).
+func (tw *TimingWheel) fire(j job) {
+	defer tw.inflight.Done()
 	defer tw.recoverPanic("a timer's callback")
 	j.t.h.Fire()
 }
 
-func (tw *TimingWheel) started(when instant) {
+// started tells the StartObserver how late j's callback starts. One that
+// calls runtime.Goexit ends the goroutine before the callback runs: the
+// callback then runs on a goroutine of its own, beside the executor's.
+func (tw *TimingWheel) started(j job) {
+	returned := false
+	defer func() {
+		if !returned {
+			go tw.fire(j)
+		}
+	}()
+	tw.tellStarted(j.when)
+	returned = true
+}
+
+func (tw *TimingWheel) tellStarted(when instant) {
 	defer tw.recoverPanic("the Observer")
 	tw.starts.CallbackStarted(max(time.Duration(tw.now()-when), 0))
 }

@@ -156,7 +156,7 @@ func New(opts ...Option) (*TimingWheel, error) {
 	tw.sleepUntil.Store(int64(never))
 	tw.sampler = stuck.New(tw.look, tw.quiet)
 	if tw.inline {
-		tw.exec = &inline{run: tw.run, wake: tw.sampler.Wake}
+		tw.exec = &inline{run: tw.run, wake: tw.sampler.Wake, resume: tw.resume}
 	} else {
 		tw.exec = newPool(c.exec.workers, tw.run, tw.sampler.Wake)
 	}
@@ -324,7 +324,7 @@ func (tw *TimingWheel) heldUp(ctx context.Context) error {
 
 // inCallback names the frames that every callback and AfterStop function
 // runs under, on every executor.
-var inCallback = inflight.FramesOf((*TimingWheel).run, (*TimingWheel).runAfterStop)
+var inCallback = inflight.FramesOf((*TimingWheel).fire, (*TimingWheel).runAfterStop)
 
 // stopped reports whether Stop has begun.
 func (tw *TimingWheel) stopped() bool { return state(tw.state.Load()) == stopped }
