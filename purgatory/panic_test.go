@@ -308,3 +308,55 @@ func TestCallbackPanicsAfterTheOperationEnded(t *testing.T) {
 type panickingObserver struct{}
 
 func (panickingObserver) OperationEnded(purgatory.Outcome, time.Duration) { panic("observer panicked") }
+
+// goexiting is an operation whose OnExpiration or OnComplete, as told,
+// counts its call and then calls runtime.Goexit.
+type goexiting struct {
+	*testkit.Op
+	inExpiration, inComplete bool
+}
+
+func (o *goexiting) OnExpiration() {
+	o.Op.OnExpiration()
+	if o.inExpiration {
+		runtime.Goexit()
+	}
+}
+
+func (o *goexiting) OnComplete() {
+	o.Op.OnComplete()
+	if o.inComplete {
+		runtime.Goexit()
+	}
+}
+
+// An expired operation whose OnExpiration or OnComplete calls runtime.Goexit
+// ends the wheel's worker it runs on, and nothing else: on a wheel of one
+// worker, the operation after it on the key still expires, the key serves the
+// next one, and the counts add up. (Before the wheel took an ended worker
+// off, the one worker stayed counted, busy, and nothing expired again.)
+func TestGoexitInAnExpiredOperationsCallbacks(t *testing.T) {
+	for _, inExpiration := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			tw := testkit.Wheel(t, timingwheel.WithExecutor(timingwheel.PoolExecutor(1)))
+			p := newPurgatory(t, purgatory.WithTimingWheel(tw))
+			bad := &goexiting{Op: testkit.NewOp(time.Second), inExpiration: inExpiration, inComplete: !inExpiration}
+			later := testkit.NewOp(2 * time.Second)
+			require.False(t, p.TryCompleteElseWatch(bad, "k"))
+			require.False(t, p.TryCompleteElseWatch(later, "k"))
+			time.Sleep(3 * time.Second)
+			synctest.Wait()
+			require.Equal(t, purgatory.Expired, bad.Outcome())
+			require.EqualValues(t, 1, bad.Expired.Load(), "Goexit in OnExpiration: %v", inExpiration)
+			require.Equal(t, purgatory.Expired, later.Outcome(), "Goexit in OnExpiration: %v", inExpiration)
+			require.EqualValues(t, 1, later.Expired.Load())
+			require.EqualValues(t, 1, later.Completed.Load())
+
+			next := testkit.NewOp(time.Second)
+			require.False(t, p.TryCompleteElseWatch(next, "k"))
+			next.Ready.Store(true)
+			require.Equal(t, 1, p.CheckAndComplete("k"))
+			require.Equal(t, purgatory.Stats{Added: 3, Completed: 1, Expired: 2}, p.Stats())
+		})
+	}
+}
