@@ -84,7 +84,10 @@ func WithExecutor(e Executor) Option { return func(c *config) { c.exec = e } }
 // stack, at level Error, to the wheel's logger (see [WithLogger]), as
 // net/http logs a handler's panic. Either way it is counted in [Stats].Panics. A panic in the handler
 // itself is logged, and never kills the goroutine that runs other timers. A
-// panicking [Observer] is reported the same way.
+// panicking [Observer] is reported the same way. A callback or Observer that
+// calls runtime.Goexit (t.FailNow, say) ends the goroutine it runs on, but
+// loses no timer: the wheel carries on with what that goroutine had left on
+// a new one.
 func WithPanicHandler(h func(recovered any)) Option { return func(c *config) { c.onPanic = h } }
 
 // An Observer is told facts per timer that a [Stats] snapshot cannot give. It
