@@ -194,3 +194,20 @@ func TestGoexitInAnObserver(t *testing.T) {
 		})
 	}
 }
+
+// The callback that a StartObserver's Goexit sends to a goroutine of its own
+// is still a callback to Shutdown: called there, Shutdown stops the wheel
+// and returns ErrShutdownInCallback instead of waiting for itself.
+func TestShutdownFromACallbackAfterAnObserversGoexit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tw := testkit.Wheel(t, timingwheel.WithObserver(&exiting{onStarted: true}))
+		errs := make(chan error, 1)
+		tw.AfterFunc(time.Millisecond, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_, err := tw.Shutdown(ctx)
+			errs <- err
+		})
+		require.ErrorIs(t, <-errs, timingwheel.ErrShutdownInCallback)
+	})
+}

@@ -323,8 +323,10 @@ func (tw *TimingWheel) heldUp(ctx context.Context) error {
 }
 
 // inCallback names the frames that every callback and AfterStop function
-// runs under, on every executor.
-var inCallback = inflight.FramesOf((*TimingWheel).fire, (*TimingWheel).runAfterStop)
+// runs under, on every executor: run, with a StartObserver's call before the
+// callback, and fire, the callback itself, which runs without run when that
+// call ended its goroutine (started).
+var inCallback = inflight.FramesOf((*TimingWheel).run, (*TimingWheel).fire, (*TimingWheel).runAfterStop)
 
 // stopped reports whether Stop has begun.
 func (tw *TimingWheel) stopped() bool { return state(tw.state.Load()) == stopped }
