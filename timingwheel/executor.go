@@ -110,12 +110,12 @@ func (x *inline) execute(due []job, driving bool) {
 	}
 	returned = true
 	x.pos.Store(0)
-	x.finish(len(due), nil)
+	x.finish(len(due))
 }
 
 // finish ends a batch of which n callbacks have returned, and returns a copy
-// of rest, the batch's part after them that will run elsewhere.
-func (x *inline) finish(n int, rest []job) []job {
+// of the rest, which will run elsewhere (nil if none is left).
+func (x *inline) finish(n int) (rest []job) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	rest = append(rest, x.batch[n:]...)
@@ -137,7 +137,7 @@ func (x *inline) finish(n int, rest []job) []job {
 func (x *inline) goexited(driving bool) {
 	n := int(x.pos.Load()) // the one that ended it has returned
 	x.pos.Store(0)
-	x.resume(x.finish(n, nil), driving)
+	x.resume(x.finish(n), driving)
 }
 
 func (x *inline) load(named bool) load {
