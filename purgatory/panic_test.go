@@ -127,6 +127,44 @@ func TestGoexitInTryCompleteDuringCheck(t *testing.T) {
 	})
 }
 
+// An OnComplete that calls runtime.Goexit during a CheckAndComplete ends the
+// walk's goroutine, and nothing more: the walk's deferred finish completes
+// the operation after it as the goroutine unwinds, each OnComplete runs
+// once, nothing is left watched, and the key serves the next operation.
+func TestGoexitInOnCompleteDuringCheck(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPurgatory(t)
+		bad := &goexiting{Op: testkit.NewOp(time.Second), inComplete: true}
+		good := testkit.NewOp(time.Second)
+		require.False(t, p.TryCompleteElseWatch(bad, "k", "other"))
+		require.False(t, p.TryCompleteElseWatch(good, "k", "other"))
+		bad.Ready.Store(true)
+		good.Ready.Store(true)
+
+		returned := make(chan bool)
+		go func() {
+			defer func() { returned <- false }()
+			p.CheckAndComplete("k")
+			returned <- true
+		}()
+		require.False(t, <-returned, "Goexit ended the goroutine")
+		require.Equal(t, purgatory.Completed, bad.Outcome())
+		require.Equal(t, purgatory.Completed, good.Outcome(), "the operation after it was tried as the goroutine unwound")
+		require.EqualValues(t, 1, bad.Completed.Load())
+		require.EqualValues(t, 1, good.Completed.Load())
+		require.Equal(t, purgatory.Stats{Added: 2, Completed: 2}, p.Stats())
+
+		next := testkit.NewOp(time.Second)
+		require.False(t, p.TryCompleteElseWatch(next, "k"))
+		next.Ready.Store(true)
+		require.Equal(t, 1, p.CheckAndComplete("k"), "neither the key's walk nor a try bit was left held")
+		time.Sleep(2 * time.Second) // past every timeout: none fires for an ended operation
+		synctest.Wait()
+		require.Equal(t, purgatory.Stats{Added: 3, Completed: 3}, p.Stats())
+		require.Zero(t, bad.Expired.Load()+good.Expired.Load())
+	})
+}
+
 // Case 1, with a shared Locker: the panic releases it.
 func TestTryCompletePanicReleasesLocker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
