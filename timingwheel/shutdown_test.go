@@ -2,6 +2,7 @@ package timingwheel_test
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -114,5 +115,38 @@ func TestNewTimerRearmsItself(t *testing.T) {
 		<-done
 		require.Equal(t, 20*time.Millisecond, time.Since(begin))
 		require.Panics(t, func() { tw.NewTimer(nil) })
+	})
+}
+
+// shuttingDown is an Observer whose first TimerFired calls Shutdown on its
+// wheel, on the driver, and sends what it returned.
+type shuttingDown struct {
+	tw   *timingwheel.TimingWheel
+	once sync.Once
+	got  chan error
+}
+
+func (s *shuttingDown) TimerFired(time.Duration) {
+	s.once.Do(func() {
+		_, err := s.tw.Shutdown(context.Background()) // would wait for the driver it runs on
+		s.got <- err
+	})
+}
+
+// Shutdown called from an Observer on the driver is called from a callback:
+// it stops the wheel and returns ErrShutdownInCallback at once, where it
+// would wait for the driver it runs on (before, until its context ended).
+func TestShutdownFromAnObserver(t *testing.T) {
+	executors(t, func(t *testing.T, exec timingwheel.Executor) {
+		synctest.Test(t, func(t *testing.T) {
+			obs := &shuttingDown{got: make(chan error, 1)}
+			tw := testkit.Wheel(t, timingwheel.WithExecutor(exec), timingwheel.WithObserver(obs))
+			obs.tw = tw
+			begin := time.Now()
+			tw.AfterFunc(time.Millisecond, func() {})
+			require.ErrorIs(t, <-obs.got, timingwheel.ErrShutdownInCallback)
+			require.Equal(t, time.Millisecond, time.Since(begin), "returned at once")
+			require.ErrorIs(t, tw.Err(), timingwheel.ErrStopped)
+		})
 	})
 }

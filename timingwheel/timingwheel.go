@@ -279,9 +279,10 @@ func (tw *TimingWheel) runAfterStop(f func()) {
 }
 
 // Shutdown stops the wheel and waits for its callbacks; never call it from a
-// callback, which it would wait for: called from one (of this wheel or
-// another, as the call stack tells), it stops the wheel as Stop does, waits
-// for nothing and returns [ErrShutdownInCallback] at once. Call Stop there.
+// callback (or an [Observer]), which it would wait for: called from one (of
+// this wheel or another, as the call stack tells), it stops the wheel as
+// Stop does, waits for nothing and returns [ErrShutdownInCallback] at once.
+// Call Stop there.
 //
 // Elsewhere, Shutdown stops the wheel as Stop does and then waits, until ctx
 // is done, for the callbacks already handed to the executor and the
@@ -322,11 +323,13 @@ func (tw *TimingWheel) heldUp(ctx context.Context) error {
 	return err
 }
 
-// inCallback names the frames that every callback and AfterStop function
-// runs under, on every executor: run, with a StartObserver's call before the
-// callback, and fire, the callback itself, which runs without run when that
-// call ended its goroutine (started).
-var inCallback = inflight.FramesOf((*TimingWheel).run, (*TimingWheel).fire, (*TimingWheel).runAfterStop)
+// inCallback names the frames that every callback, Observer call and
+// AfterStop function runs under, on every executor: run, with a
+// StartObserver's call before the callback; fire, the callback itself,
+// which runs without run when that call ended its goroutine (started); and
+// tellObserver, the Observer's calls on the driver, which Shutdown would
+// wait for too.
+var inCallback = inflight.FramesOf((*TimingWheel).run, (*TimingWheel).fire, (*TimingWheel).tellObserver, (*TimingWheel).runAfterStop)
 
 // stopped reports whether Stop has begun.
 func (tw *TimingWheel) stopped() bool { return state(tw.state.Load()) == stopped }
