@@ -1,6 +1,7 @@
 package purgatory_test
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"strings"
@@ -397,4 +398,92 @@ func TestGoexitInAnExpiredOperationsCallbacks(t *testing.T) {
 			require.Equal(t, purgatory.Stats{Added: 3, Completed: 1, Expired: 2}, p.Stats())
 		})
 	}
+}
+
+// exitingWaiter is a hand-off waiter whose OnComplete calls runtime.Goexit.
+type exitingWaiter struct{ *waiter }
+
+func (w exitingWaiter) OnComplete() {
+	w.waiter.OnComplete()
+	runtime.Goexit()
+}
+
+// A hand-off whose winner's OnComplete calls runtime.Goexit ends the
+// HandOff's goroutine after that winner has its item, and stops the hand-off
+// there as a panic does: the next waiter keeps waiting, the next HandOff
+// serves it, and the key's list is at rest.
+func TestGoexitInOnCompleteDuringHandOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPurgatory(t)
+		l := &line{}
+		first := exitingWaiter{newWaiter(l, 0, time.Hour)}
+		second := newWaiter(l, 1, time.Hour)
+		require.False(t, p.TryCompleteElseWatch(first, "q"))
+		require.False(t, p.TryCompleteElseWatch(second, "q"))
+		l.push(2)
+		returned := make(chan bool)
+		go func() {
+			defer func() { returned <- false }()
+			p.HandOff("q")
+			returned <- true
+		}()
+		require.False(t, <-returned, "Goexit ended the goroutine")
+		require.Equal(t, purgatory.Completed, first.Outcome())
+		require.Equal(t, purgatory.Pending, second.Outcome(), "the hand-off stopped at the Goexit")
+		require.Equal(t, 1, p.HandOff("q"))
+		require.Equal(t, purgatory.Completed, second.Outcome())
+		require.Equal(t, []int{0, 1}, l.order())
+		require.EqualValues(t, 1, first.Completed.Load())
+		require.Equal(t, purgatory.Stats{Added: 2, Completed: 2}, p.Stats())
+		require.NoError(t, p.ListsAtRest())
+	})
+}
+
+// exitingRecycler is an operation whose Recycle calls runtime.Goexit.
+type exitingRecycler struct{ *testkit.Op }
+
+func (o exitingRecycler) Recycle() {
+	o.Op.Recycle()
+	runtime.Goexit()
+}
+
+// An operation whose context ends, and one whose Recycle calls
+// runtime.Goexit, end their goroutines (the context's AfterFunc goroutine,
+// the caller of CheckAndComplete) only after the operation has ended and
+// been counted, exactly once; the key serves the next operation.
+func TestGoexitInAContextsEndAndInRecycle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPurgatory(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		byCtx := &goexiting{Op: testkit.NewOp(time.Hour), inComplete: true}
+		byCtx.Context = ctx
+		require.False(t, p.TryCompleteElseWatch(byCtx, "k"))
+		cancel()
+		synctest.Wait()
+		require.Equal(t, purgatory.ContextDone, byCtx.Outcome())
+		require.EqualValues(t, 1, byCtx.Completed.Load())
+		require.EqualValues(t, 1, byCtx.Recycled.Load(), "the context's hold on the use was let go")
+		require.Equal(t, purgatory.Stats{Added: 1, ContextDone: 1}, p.Stats())
+
+		recycled := exitingRecycler{testkit.NewOp(time.Hour)}
+		require.False(t, p.TryCompleteElseWatch(recycled, "k"))
+		recycled.Ready.Store(true)
+		returned := make(chan bool)
+		go func() {
+			defer func() { returned <- false }()
+			p.CheckAndComplete("k")
+			returned <- true
+		}()
+		require.False(t, <-returned, "Goexit ended the goroutine")
+		require.Equal(t, purgatory.Completed, recycled.Outcome())
+		require.EqualValues(t, 1, recycled.Completed.Load())
+		require.EqualValues(t, 1, recycled.Recycled.Load())
+
+		next := testkit.NewOp(time.Hour)
+		require.False(t, p.TryCompleteElseWatch(next, "k"))
+		next.Ready.Store(true)
+		require.Equal(t, 1, p.CheckAndComplete("k"))
+		require.Equal(t, purgatory.Stats{Added: 3, Completed: 2, ContextDone: 1}, p.Stats())
+		require.NoError(t, p.ListsAtRest())
+	})
 }
