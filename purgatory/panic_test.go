@@ -110,13 +110,7 @@ func TestGoexitInTryCompleteDuringCheck(t *testing.T) {
 		require.False(t, p.TryCompleteElseWatch(good, "k", "other"))
 		good.Ready.Store(true)
 
-		returned := make(chan bool)
-		go func() {
-			defer func() { returned <- false }()
-			p.CheckAndComplete("k")
-			returned <- true
-		}()
-		require.False(t, <-returned, "Goexit ended the goroutine")
+		require.True(t, goexits(func() { p.CheckAndComplete("k") }), "Goexit ended the goroutine")
 		require.Equal(t, purgatory.Completed, good.Outcome(), "the operation after it was tried as the goroutine unwound")
 		require.Equal(t, purgatory.Pending, bad.Outcome())
 		require.Equal(t, purgatory.Stats{Watched: 2, Delayed: 1, Added: 2, Completed: 1}, p.Stats())
@@ -142,13 +136,7 @@ func TestGoexitInOnCompleteDuringCheck(t *testing.T) {
 		bad.Ready.Store(true)
 		good.Ready.Store(true)
 
-		returned := make(chan bool)
-		go func() {
-			defer func() { returned <- false }()
-			p.CheckAndComplete("k")
-			returned <- true
-		}()
-		require.False(t, <-returned, "Goexit ended the goroutine")
+		require.True(t, goexits(func() { p.CheckAndComplete("k") }), "Goexit ended the goroutine")
 		require.Equal(t, purgatory.Completed, bad.Outcome())
 		require.Equal(t, purgatory.Completed, good.Outcome(), "the operation after it was tried as the goroutine unwound")
 		require.EqualValues(t, 1, bad.Completed.Load())
@@ -164,6 +152,19 @@ func TestGoexitInOnCompleteDuringCheck(t *testing.T) {
 		require.Equal(t, purgatory.Stats{Added: 3, Completed: 3}, p.Stats())
 		require.Zero(t, bad.Expired.Load()+good.Expired.Load())
 	})
+}
+
+// goexits runs f on a goroutine of its own and reports whether f ended that
+// goroutine (runtime.Goexit) rather than returning.
+func goexits(f func()) bool {
+	ended := make(chan bool, 1)
+	go func() {
+		returned := false
+		defer func() { ended <- !returned }()
+		f()
+		returned = true
+	}()
+	return <-ended
 }
 
 // Case 1, with a shared Locker: the panic releases it.
@@ -421,13 +422,7 @@ func TestGoexitInOnCompleteDuringHandOff(t *testing.T) {
 		require.False(t, p.TryCompleteElseWatch(first, "q"))
 		require.False(t, p.TryCompleteElseWatch(second, "q"))
 		l.push(2)
-		returned := make(chan bool)
-		go func() {
-			defer func() { returned <- false }()
-			p.HandOff("q")
-			returned <- true
-		}()
-		require.False(t, <-returned, "Goexit ended the goroutine")
+		require.True(t, goexits(func() { p.HandOff("q") }), "Goexit ended the goroutine")
 		require.Equal(t, purgatory.Completed, first.Outcome())
 		require.Equal(t, purgatory.Pending, second.Outcome(), "the hand-off stopped at the Goexit")
 		require.Equal(t, 1, p.HandOff("q"))
@@ -468,13 +463,7 @@ func TestGoexitInAContextsEndAndInRecycle(t *testing.T) {
 		recycled := exitingRecycler{testkit.NewOp(time.Hour)}
 		require.False(t, p.TryCompleteElseWatch(recycled, "k"))
 		recycled.Ready.Store(true)
-		returned := make(chan bool)
-		go func() {
-			defer func() { returned <- false }()
-			p.CheckAndComplete("k")
-			returned <- true
-		}()
-		require.False(t, <-returned, "Goexit ended the goroutine")
+		require.True(t, goexits(func() { p.CheckAndComplete("k") }), "Goexit ended the goroutine")
 		require.Equal(t, purgatory.Completed, recycled.Outcome())
 		require.EqualValues(t, 1, recycled.Completed.Load())
 		require.EqualValues(t, 1, recycled.Recycled.Load())
