@@ -476,3 +476,91 @@ func TestGoexitInAContextsEndAndInRecycle(t *testing.T) {
 		require.NoError(t, p.ListsAtRest())
 	})
 }
+
+// A parked use whose OnExpiration or OnComplete, run by its own expiry in
+// Wait, calls runtime.Goexit ends the waiter's goroutine after the use has
+// ended, been counted and been recycled, exactly once, as a panic there does
+// (TestParkedCallbackPanicReachesWait): no token is left behind, and the
+// operation's next use waits for its own end.
+func TestGoexitInAParkedWaitersCallbacks(t *testing.T) {
+	for _, inExpiration := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			p := newPurgatory(t)
+			op := &goexiting{Op: testkit.NewOp(time.Second), inExpiration: inExpiration, inComplete: !inExpiration}
+			parked, _ := p.TryCompleteElsePark(op, "k")
+			require.True(t, goexits(func() { parked.Wait() }), "Goexit ended the waiter")
+			require.Equal(t, purgatory.Expired, op.Outcome(), "Goexit in OnExpiration: %v", inExpiration)
+			require.EqualValues(t, 1, op.Completed.Load())
+			require.EqualValues(t, 1, op.Expired.Load(), "OnExpiration runs after an OnComplete that ended its goroutine too")
+			require.EqualValues(t, 1, op.Recycled.Load(), "the waiter's pin was let go")
+			require.Equal(t, purgatory.Stats{Added: 1, Expired: 1}, p.Stats())
+
+			op.inExpiration, op.inComplete = false, false // its owner's, between uses
+			parked, _ = p.TryCompleteElsePark(op, "k")
+			go func() {
+				time.Sleep(100 * time.Millisecond)
+				op.Ready.Store(true)
+				p.CheckAndComplete("k")
+			}()
+			start := time.Now()
+			require.Equal(t, purgatory.Completed, parked.Wait())
+			require.Equal(t, 100*time.Millisecond, time.Since(start), "waited for its own end, not a token of the last use")
+			require.Equal(t, purgatory.Stats{Added: 2, Completed: 1, Expired: 1}, p.Stats())
+			require.NoError(t, p.ListsAtRest())
+		})
+	}
+}
+
+// exitingObserver is a purgatory Observer whose OperationEnded calls
+// runtime.Goexit once armed.
+type exitingObserver struct{ armed atomic.Bool }
+
+func (o *exitingObserver) OperationEnded(purgatory.Outcome, time.Duration) {
+	if o.armed.Swap(false) {
+		runtime.Goexit()
+	}
+}
+
+// An Observer whose OperationEnded calls runtime.Goexit ends the goroutine
+// it was told on, and nothing else, as a panic there does: OnComplete still
+// runs, once; a walk still tries the operations after it; on a wheel of one
+// worker, the next timeout still fires; and the key serves the next
+// operation.
+func TestGoexitInThePurgatorysObserver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		obs := &exitingObserver{}
+		tw := testkit.Wheel(t, timingwheel.WithExecutor(timingwheel.PoolExecutor(1)))
+		p := newPurgatory(t, purgatory.WithTimingWheel(tw), purgatory.WithObserver(obs))
+
+		first, second := testkit.NewOp(time.Hour), testkit.NewOp(time.Hour)
+		require.False(t, p.TryCompleteElseWatch(first, "k"))
+		require.False(t, p.TryCompleteElseWatch(second, "k"))
+		first.Ready.Store(true)
+		second.Ready.Store(true)
+		obs.armed.Store(true)
+		require.True(t, goexits(func() { p.CheckAndComplete("k") }), "Goexit ended the walk's goroutine")
+		for _, op := range []*testkit.Op{first, second} {
+			require.Equal(t, purgatory.Completed, op.Outcome())
+			require.EqualValues(t, 1, op.Completed.Load(), "OnComplete runs after the Observer ended its goroutine")
+		}
+
+		expiring, later := testkit.NewOp(time.Second), testkit.NewOp(2*time.Second)
+		require.False(t, p.TryCompleteElseWatch(expiring, "k"))
+		require.False(t, p.TryCompleteElseWatch(later, "k"))
+		obs.armed.Store(true)
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		for _, op := range []*testkit.Op{expiring, later} {
+			require.Equal(t, purgatory.Expired, op.Outcome())
+			require.EqualValues(t, 1, op.Completed.Load())
+			require.EqualValues(t, 1, op.Expired.Load())
+		}
+
+		next := testkit.NewOp(time.Hour)
+		require.False(t, p.TryCompleteElseWatch(next, "k"))
+		next.Ready.Store(true)
+		require.Equal(t, 1, p.CheckAndComplete("k"))
+		require.Equal(t, purgatory.Stats{Added: 5, Completed: 3, Expired: 2}, p.Stats())
+		require.NoError(t, p.ListsAtRest())
+	})
+}
