@@ -143,10 +143,8 @@ func TestGoexitInOnCompleteDuringCheck(t *testing.T) {
 		require.EqualValues(t, 1, good.Completed.Load())
 		require.Equal(t, purgatory.Stats{Added: 2, Completed: 2}, p.Stats())
 
-		next := testkit.NewOp(time.Second)
-		require.False(t, p.TryCompleteElseWatch(next, "k"))
-		next.Ready.Store(true)
-		require.Equal(t, 1, p.CheckAndComplete("k"), "neither the key's walk nor a try bit was left held")
+		// Neither the key's walk nor a try bit was left held.
+		requireServesNext(t, p, "k")
 		time.Sleep(2 * time.Second) // past every timeout: none fires for an ended operation
 		synctest.Wait()
 		require.Equal(t, purgatory.Stats{Added: 3, Completed: 3}, p.Stats())
@@ -165,6 +163,17 @@ func goexits(f func()) bool {
 		returned = true
 	}()
 	return <-ended
+}
+
+// requireServesNext requires key to serve one more operation: a fresh one is
+// watched under it, and the key's next check completes it. After a Goexit in
+// a callback it shows that the key's walk and the try bits were let go.
+func requireServesNext(t *testing.T, p *purgatory.Purgatory[string], key string) {
+	t.Helper()
+	next := testkit.NewOp(time.Hour)
+	require.False(t, p.TryCompleteElseWatch(next, key))
+	next.Ready.Store(true)
+	require.Equal(t, 1, p.CheckAndComplete(key), "the key serves the next operation")
 }
 
 // Case 1, with a shared Locker: the panic releases it.
@@ -392,10 +401,7 @@ func TestGoexitInAnExpiredOperationsCallbacks(t *testing.T) {
 			require.EqualValues(t, 1, later.Expired.Load())
 			require.EqualValues(t, 1, later.Completed.Load())
 
-			next := testkit.NewOp(time.Second)
-			require.False(t, p.TryCompleteElseWatch(next, "k"))
-			next.Ready.Store(true)
-			require.Equal(t, 1, p.CheckAndComplete("k"))
+			requireServesNext(t, p, "k")
 			require.Equal(t, purgatory.Stats{Added: 3, Completed: 1, Expired: 2}, p.Stats())
 		})
 	}
@@ -468,10 +474,7 @@ func TestGoexitInAContextsEndAndInRecycle(t *testing.T) {
 		require.EqualValues(t, 1, recycled.Completed.Load())
 		require.EqualValues(t, 1, recycled.Recycled.Load())
 
-		next := testkit.NewOp(time.Hour)
-		require.False(t, p.TryCompleteElseWatch(next, "k"))
-		next.Ready.Store(true)
-		require.Equal(t, 1, p.CheckAndComplete("k"))
+		requireServesNext(t, p, "k")
 		require.Equal(t, purgatory.Stats{Added: 3, Completed: 2, ContextDone: 1}, p.Stats())
 		require.NoError(t, p.ListsAtRest())
 	})
@@ -496,15 +499,7 @@ func TestGoexitInAParkedWaitersCallbacks(t *testing.T) {
 			require.Equal(t, purgatory.Stats{Added: 1, Expired: 1}, p.Stats())
 
 			op.inExpiration, op.inComplete = false, false // its owner's, between uses
-			parked, _ = p.TryCompleteElsePark(op, "k")
-			go func() {
-				time.Sleep(100 * time.Millisecond)
-				op.Ready.Store(true)
-				p.CheckAndComplete("k")
-			}()
-			start := time.Now()
-			require.Equal(t, purgatory.Completed, parked.Wait())
-			require.Equal(t, 100*time.Millisecond, time.Since(start), "waited for its own end, not a token of the last use")
+			requireParksAgain(t, p, op, &op.Ready)
 			require.Equal(t, purgatory.Stats{Added: 2, Completed: 1, Expired: 1}, p.Stats())
 			require.NoError(t, p.ListsAtRest())
 		})
@@ -556,10 +551,7 @@ func TestGoexitInThePurgatorysObserver(t *testing.T) {
 			require.EqualValues(t, 1, op.Expired.Load())
 		}
 
-		next := testkit.NewOp(time.Hour)
-		require.False(t, p.TryCompleteElseWatch(next, "k"))
-		next.Ready.Store(true)
-		require.Equal(t, 1, p.CheckAndComplete("k"))
+		requireServesNext(t, p, "k")
 		require.Equal(t, purgatory.Stats{Added: 5, Completed: 3, Expired: 2}, p.Stats())
 		require.NoError(t, p.ListsAtRest())
 	})

@@ -155,17 +155,26 @@ func TestParkedCallbackPanicReachesWait(t *testing.T) {
 			require.EqualValues(t, 1, op.Recycled.Load())
 			require.EqualValues(t, 1, p.Stats().Expired)
 
-			parked, _ = p.TryCompleteElsePark(op, "k") // its next use
-			go func() {
-				time.Sleep(100 * time.Millisecond)
-				op.Ready.Store(true)
-				p.CheckAndComplete("k")
-			}()
-			start := time.Now()
-			require.Equal(t, purgatory.Completed, parked.Wait())
-			require.Equal(t, 100*time.Millisecond, time.Since(start), "waited for its own end, not a token of the last use")
+			requireParksAgain(t, p, op, &op.Ready) // its next use
 		})
 	}
+}
+
+// requireParksAgain parks op's next use under "k", makes it ready 100 ms
+// later (ready is op's) and completes it by a check, and requires that Wait
+// returned just then: it waited for this use's own end, not for a token
+// left by the last use.
+func requireParksAgain(t *testing.T, p *purgatory.Purgatory[string], op purgatory.Operation, ready *atomic.Bool) {
+	t.Helper()
+	parked, _ := p.TryCompleteElsePark(op, "k")
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		ready.Store(true)
+		p.CheckAndComplete("k")
+	}()
+	start := time.Now()
+	require.Equal(t, purgatory.Completed, parked.Wait())
+	require.Equal(t, 100*time.Millisecond, time.Since(start), "waited for its own end, not a token of the last use")
 }
 
 // A try under way when the waiter's timeout fires still wins: the waiter's
