@@ -64,7 +64,11 @@
 //
 // Op.Timeout must be set: zero is taken for a forgotten field and
 // TryCompleteElseWatch panics on it, unless Op.Context has a deadline, which
-// then bounds the wait. [NoTimeout] waits without one. An operation ended by
+// then bounds the wait. [NoTimeout] waits without one. Every other value is
+// taken as it is, from math.MinInt64 up: a negative Timeout is a deadline
+// already passed (the operation expires as soon as the wheel, or a parked
+// waiter, runs), and one whose deadline lies beyond the wheel's range never
+// expires; the same holds for Wait's timeout. An operation ended by
 // Close has its own Outcome, Closed, and runs OnComplete but not OnExpiration:
 // a rolling restart is not a burst of timeouts.
 //

@@ -10,6 +10,14 @@ import (
 // expirations are all instants; this file holds every conversion between
 // instants, durations, times and ticks, each saturating instead of
 // overflowing.
+//
+// Every instant lies in [0, never]: a deadline before the wheel's start is
+// its start, which has passed, so the timer is due at once all the same.
+// That bound is what keeps the difference of any two instants inside a
+// Duration. Before it, AfterFunc(math.MinInt64) made a deadline near
+// MinInt64; an arm that brought the driver's sleep forward to it took
+// until's overflowed difference, about 292 years, for the wait, and every
+// timer of the wheel waited with it (issue 69, since 4fa01af).
 type instant int64
 
 // never is the instant that does not come: a driver that waits for it waits
@@ -22,16 +30,28 @@ func (tw *TimingWheel) now() instant { return instant(time.Since(tw.start)) }
 // deadline returns the instant d after now.
 func (tw *TimingWheel) deadline(d time.Duration) instant { return tw.now().add(d) }
 
-// add returns i+d, saturating at never.
+// add returns i+d for i in [0, never], saturating at never and at the
+// wheel's start, 0: any Duration, math.MinInt64 and math.MaxInt64 included,
+// gives an instant.
 func (i instant) add(d time.Duration) instant {
-	if d > 0 && instant(d) > never-i {
+	switch {
+	case d > 0 && instant(d) > never-i:
 		return never
+	case d < 0 && instant(-(d+1)) >= i: // -(d+1): -d without overflow at MinInt64, less one
+		return 0
 	}
 	return i + instant(d)
 }
 
-// until returns how long after now i comes, zero if it has come.
-func (i instant) until(now instant) time.Duration { return max(time.Duration(i-now), 0) }
+// until returns how long after now i comes, zero if it has come. Both are
+// instants, so the difference cannot overflow; it is taken only when i is
+// later all the same.
+func (i instant) until(now instant) time.Duration {
+	if i <= now {
+		return 0
+	}
+	return time.Duration(i - now)
+}
 
 // instantOf converts a time into an instant; times before the wheel's start
 // become its start.

@@ -42,16 +42,17 @@ func (tw *TimingWheel) WithTimeoutCause(parent context.Context, d time.Duration,
 // clock too, which costs as much again (BenchmarkContextTimeout). The
 // deadline is the wheel's start plus the time since it plus d, which is
 // time.Now().Add(d) unless the wall clock was stepped since the wheel
-// started; beyond the wheel's range it is computed as the standard library
-// does.
+// started. A deadline that has passed (d <= 0: the context is done at once)
+// or lies beyond the wheel's range is computed as the standard library
+// does, since its instant is saturated (at the wheel's start, or at never).
 func (tw *TimingWheel) withTimeout(parent context.Context, d time.Duration, cause error) (context.Context, context.CancelFunc) {
 	tw.mustBeNew()
 	now := tw.now()
-	if when := now.add(d); when != never {
+	when := now.add(d)
+	if d > 0 && when != never {
 		return tw.withDeadline(parent, now, when, tw.timeOf(when), false, cause)
 	}
-	// beyond the wheel's range
-	return tw.withDeadline(parent, now, never, time.Now().Add(d), true, cause)
+	return tw.withDeadline(parent, now, when, time.Now().Add(d), true, cause)
 }
 
 // WithDeadline is context.WithDeadline with its timer on the wheel: the

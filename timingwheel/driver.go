@@ -218,7 +218,8 @@ func (tw *TimingWheel) hand(due []job, driving bool) {
 // loop instead of a driver goroutine (Kafka's Timer.advanceClock). It waits up
 // to timeout for a timer to come due, runs every timer that is due through the
 // executor, and returns true; it returns false if nothing came due within
-// timeout or the wheel is stopped. A timeout of zero or less only looks.
+// timeout or the wheel is stopped. A timeout of zero or less only looks; one
+// of math.MaxInt64 waits until a timer comes due or the wheel stops.
 // Calling it on a running wheel is a misuse and panics.
 func (tw *TimingWheel) AdvanceClock(timeout time.Duration) bool {
 	tw.mustBeNew()

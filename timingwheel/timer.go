@@ -121,7 +121,9 @@ func (*noCopy) Unlock() {}
 // on the monotonic clock from the call, and is not rounded to a tick: it runs
 // as soon as the driver wakes at its deadline, as time.AfterFunc's f does. A d
 // of zero or less runs f on the driver's next pass, never on the calling
-// goroutine. A nil f is a misuse and panics.
+// goroutine, and math.MaxInt64 (any d beyond the wheel's range) never runs
+// it: every d is taken (see Durations and deadlines). A nil f is a misuse
+// and panics.
 //
 // On a stopped wheel the returned Timer never runs: check [Timer.Rejected]
 // where work must not vanish during shutdown (a retry, say), or [TimingWheel.Err]
@@ -262,7 +264,7 @@ func (t *Timer) Stop() bool {
 }
 
 // Reset re-arms the Timer to fire once d has elapsed from the call, as AfterFunc
-// would; a Timer that has fired or been stopped is scheduled again. It returns
+// would, for any d; a Timer that has fired or been stopped is scheduled again. It returns
 // true if the timer was pending, false if it had fired or been stopped. On a
 // stopped wheel Reset does nothing, returns false and marks the timer
 // rejected (see [Timer.Rejected]).

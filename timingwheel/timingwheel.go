@@ -23,6 +23,17 @@
 // the current tick comes (no ticker: an idle wheel uses no CPU), then moves
 // timers to finer levels or hands them to the executor. Time is measured on
 // the monotonic clock only.
+//
+// # Durations and deadlines
+//
+// Every call that takes a duration or a deadline (AfterFunc, Timer.Reset,
+// WithTimeout, WithDeadline and their Cause forms, AdvanceClock) accepts
+// every value, from math.MinInt64 to math.MaxInt64, whatever the driver is
+// doing. A duration of zero or less, or a deadline that has passed (the zero
+// Time included), is due at once: the callback runs on the driver's next
+// pass. A deadline beyond the wheel's range (now + d past about 292 years
+// from its start, math.MaxInt64 included) never comes. Only Every panics, on
+// an interval that is not positive.
 package timingwheel
 
 import (
