@@ -13,11 +13,15 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/purgatory-go/purgatory/internal/crashout"
 	"github.com/purgatory-go/purgatory/purgatory"
 	"github.com/purgatory-go/purgatory/timingwheel"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	crashout.Keep() // a FuzzClock worker's crash, kept where .ci/run can print it
+	goleak.VerifyTestMain(m)
+}
 
 type partition struct {
 	topic string
