@@ -90,7 +90,7 @@ func (b *blockedOp) TryComplete() bool {
 			break
 		}
 		v, _ := s.move(key, b.dst, b.left, b.toLeft)
-		c.w.bulk(v) // in its destination list: nothing to put back
+		c.w.bulk(v) // the element lives on in its destination list: the reply takes nothing
 		s.stats.handedOff.Add(1)
 	}
 	s.served(b)
@@ -183,28 +183,6 @@ func (b *blockedOp) answer(c *client) {
 		w.nullArray()
 	case purgatory.Closed:
 		w.err(errShutdown)
-	}
-}
-
-// restore puts back what replies took out of lists and could not deliver
-// (their connection failed when they were written): each element at the end
-// it came from, in its order, so that nothing handed off is lost. It makes
-// the keys ready, as any push does, for the caller's serveReady. On the loop.
-func (s *server) restore(pops []popped) {
-	for i := len(pops) - 1; i >= 0; i-- {
-		p := pops[i]
-		l, created, wrong := s.db.listForPush(p.key)
-		if wrong {
-			continue // the key was overwritten meanwhile: as if they had been read
-		}
-		for j := len(p.vals) - 1; j >= 0; j-- {
-			l.push(p.vals[j], p.left)
-		}
-		if created {
-			s.db.storeList(p.key, l)
-		}
-		s.db.listWritten(p.key)
-		s.stats.restored.Add(int64(len(p.vals)))
 	}
 }
 

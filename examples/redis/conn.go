@@ -28,23 +28,22 @@ type client struct {
 	ctx    context.Context // done once the connection is gone
 	cancel context.CancelFunc
 
-	w         replies
-	name      string
-	lastCmd   string     // the last command it sent, as CLIENT LIST's cmd= shows it (lastCommand)
-	multi     bool       // inside MULTI
-	inExec    bool       // running EXEC's commands: blocking commands do not block
-	multiErr  bool       // a command failed to queue: EXEC aborts
-	queued    [][][]byte // MULTI's commands, owned
-	dirtyCAS  bool       // a watched key was written
-	watched   []string
-	op        *blockedOp // the wait under way, if blocked
-	lastOp    *blockedOp // the last wait's, for the next (waitOp)
-	pops      []popped   // what the replies in w took out of lists
-	sparePops []popped   // pops' array once written
-	pending   [][][]byte // commands read while blocked, owned, run once unblocked
-	marked    bool       // in server.answered: its replies are written at the next flush
-	closing   bool       // QUIT or shutdown: close once the replies are written
-	gone      bool       // the connection has ended (server.disconnected)
+	w        replies
+	name     string
+	lastCmd  string     // the last command it sent, as CLIENT LIST's cmd= shows it (lastCommand)
+	multi    bool       // inside MULTI
+	inExec   bool       // running EXEC's commands: blocking commands do not block
+	multiErr bool       // a command failed to queue: EXEC aborts
+	queued   [][][]byte // MULTI's commands, owned
+	dirtyCAS bool       // a watched key was written
+	watched  []string
+	op       *blockedOp // the wait under way, if blocked
+	lastOp   *blockedOp // the last wait's, for the next (waitOp)
+	taken    int        // elements the replies in w took out of lists
+	pending  [][][]byte // commands read while blocked, owned, run once unblocked
+	marked   bool       // in server.answered: its replies are written at the next flush
+	closing  bool       // QUIT or shutdown: close once the replies are written
+	gone     bool       // the connection has ended (server.disconnected)
 }
 
 func (s *server) newClient(l link) *client {
@@ -56,26 +55,8 @@ func (s *server) newClient(l link) *client {
 	return c
 }
 
-// popped is what a reply took out of a list: if the reply cannot be written,
-// it goes back (server.restore).
-type popped struct {
-	key  string
-	left bool // from the left end
-	vals [][]byte
-}
-
-// took records that the reply being made takes vals out of key's list.
-func (c *client) took(key string, left bool, vals ...[]byte) {
-	c.pops = append(c.pops, popped{key, left, vals})
-}
-
-// written counts the elements of replies written to a connection open when
-// written.
-func (s *server) written(pops []popped) {
-	for _, p := range pops {
-		s.stats.popWritten.Add(int64(len(p.vals)))
-	}
-}
+// took records that the reply being made takes n elements out of lists.
+func (c *client) took(n int) { c.taken += n }
 
 // refuse answers a malformed request with Redis's protocol error and closes
 // the connection once it is written; a query buffer over its limit is closed

@@ -282,20 +282,12 @@ func TestSanitizeDumpPayloadConfig(t *testing.T) {
 // it: its suite step installs redis-server).
 func redisServer(t *testing.T) func() *raw {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("REDISSERVER_REQUIRED") != "" {
-			t.Fatalf("redis-server not found and REDISSERVER_REQUIRED is set: install redis-server (examples/redis/redis-suite.sh does): %v", err)
-		}
+	bin := redisServerBin(t)
+	if bin == "" {
 		t.Skip("redis-server not installed (apt-get install redis-server)")
 	}
 	sock := filepath.Join(t.TempDir(), "redis.sock")
-	cmd := exec.Command(bin, "--port", "0", "--unixsocket", sock, "--save", "", "--appendonly", "no", "--dir", t.TempDir())
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
+	startRedisServer(t, bin, "--port", "0", "--unixsocket", sock)
 	dial := func() *raw {
 		conn, err := net.Dial("unix", sock)
 		if err != nil {
@@ -307,6 +299,54 @@ func redisServer(t *testing.T) func() *raw {
 	var c *raw
 	require.Eventually(t, func() bool { c = dial(); return c != nil }, 10*time.Second, 10*time.Millisecond, "redis-server's socket")
 	return dial
+}
+
+// redisServerBin returns redis-server's path, or "" where it is not
+// installed; with REDISSERVER_REQUIRED set (CI) that fails the test.
+func redisServerBin(t testing.TB) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil && os.Getenv("REDISSERVER_REQUIRED") != "" {
+		t.Fatalf("redis-server not found and REDISSERVER_REQUIRED is set: install redis-server (examples/redis/redis-suite.sh does): %v", err)
+	}
+	return bin
+}
+
+// startRedisServer starts redis-server with args and no persistence, killed
+// when the test ends.
+func startRedisServer(t testing.TB, bin string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(bin, append(args, "--save", "", "--appendonly", "no", "--dir", t.TempDir())...)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+}
+
+// redisServerTCP starts redis-server on a free port of the loopback and
+// returns its address once it answers, or "" where it is not installed (and
+// not required).
+func redisServerTCP(t testing.TB) string {
+	t.Helper()
+	bin := redisServerBin(t)
+	if bin == "" {
+		return ""
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	ln.Close()
+	_, port, _ := net.SplitHostPort(addr)
+	startRedisServer(t, bin, "--port", port, "--bind", "127.0.0.1")
+	require.Eventually(t, func() bool {
+		conn, err := net.Dial("tcp", addr)
+		if err == nil {
+			conn.Close()
+		}
+		return err == nil
+	}, 10*time.Second, 10*time.Millisecond, "redis-server on %s", addr)
+	return addr
 }
 
 // DUMP and RESTORE interoperate with redis-server 7.0.15 both ways: a list

@@ -83,8 +83,7 @@ const (
 // out of a list for a client (Redis's listPopRangeAndReplyWithKey): it pops
 // n elements, 0 < n <= l.len(), from key's list l at one end, does what a
 // removal does after (db.removed), writes c's reply in the shape given, and
-// records what the reply took (client.took), so that they go back if it
-// cannot be written. The caller holds the server's lock; c is the client
+// counts what the reply took (client.took), written or dropped with it. The caller holds the server's lock; c is the client
 // served, who for a hand-off is not the one whose command runs.
 func (s *server) popAndReply(c *client, key string, l *deque, left bool, n int, shape popReply) {
 	vals := make([][]byte, n)
@@ -106,7 +105,7 @@ func (s *server) popAndReply(c *client, key string, l *deque, left bool, n int, 
 		c.w.bulkString(key)
 		c.w.bulks(vals)
 	}
-	c.took(key, left, vals...)
+	c.took(n)
 }
 
 // listFor returns key's list, for a command on a list that exists. If key

@@ -134,45 +134,50 @@ func (s *server) flushAll() {
 // them. Their elements count as written once the connection has taken them,
 // into the socket or into what the loop sends as the socket drains: if the
 // connection then fails they are gone with it, as in Redis. A write that
-// fails at once takes nothing: those elements go back to their lists, and on
-// to the next client blocked there. On the loop.
+// fails at once takes nothing, and its elements are gone with the client
+// too (dropTaken says why they are not put back). On the loop.
 func (s *server) flush(c *client) {
 	if c.gone {
 		c.w.out = c.w.out[:0]
-		s.putBack(c)
+		s.dropTaken(c)
 		return
 	}
 	if len(c.w.out) > 0 {
-		pops := c.pops
-		c.pops = c.sparePops
+		n := c.taken
+		c.taken = 0
 		err := c.link.write(c.w.out) // may call s.disconnected for c
 		c.w.out = c.w.out[:0]
 		if err != nil {
-			s.restore(pops)
-			s.serveReady()
+			s.stats.dropped.Add(int64(n))
 		} else {
-			s.written(pops)
+			s.stats.popWritten.Add(int64(n))
 		}
-		clear(pops)
-		c.sparePops = pops[:0]
 	}
 	if c.closing && !c.gone {
 		c.link.close()
 	}
 }
 
-// putBack puts back what c's replies not written took out of lists.
-func (s *server) putBack(c *client) {
-	if len(c.pops) > 0 {
-		s.restore(c.pops)
-		clear(c.pops)
-		c.pops = c.pops[:0]
-		s.serveReady()
-	}
+// dropTaken drops what c's replies not written took out of lists: those
+// elements are gone with the client, as in Redis, whose freeClient drops a
+// reply never written.
+//
+// They are not put back. Between the pop and the failed write other commands
+// ran on the loop, and any of them may have seen the list without the element
+// (an LRANGE, an LLEN, a pop that took the next one, a push behind it): a
+// value put back afterwards contradicts what they saw, and no one order of
+// the commands gives both (issue 71: RPUSH k a b hands b to W, RPOP takes a,
+// W's write fails; b put back would leave [b], where W taking b leaves [] and
+// W taking nothing answers the RPOP with b). Putting back only when no command
+// has touched the list since would mean tracking reads too; dropping, as Redis
+// does, is the one rule that always gives a sequential history.
+func (s *server) dropTaken(c *client) {
+	s.stats.dropped.Add(int64(c.taken))
+	c.taken = 0
 }
 
 // disconnected forgets a client whose connection has ended: it ends its wait
-// (its context), puts back what replies it never got took out of lists, and
+// (its context), drops what replies it never got took out of lists, and
 // stops watching its keys. On the loop, once per client.
 func (s *server) disconnected(c *client) {
 	if c.gone {
@@ -186,7 +191,7 @@ func (s *server) disconnected(c *client) {
 		s.db.unblock(b.keys)
 	}
 	c.pending = nil
-	s.putBack(c)
+	s.dropTaken(c)
 	s.db.unwatchAll(c)
 	delete(s.clients, c.id)
 	s.nclients.Add(-1)

@@ -59,7 +59,7 @@ type server struct {
 type serverStats struct {
 	handedOff  atomic.Int64 // elements a hand-off gave to a blocked client
 	popWritten atomic.Int64 // elements popped and written to a connection that was open when written
-	restored   atomic.Int64 // elements popped for a client whose connection failed as its reply was written, put back
+	dropped    atomic.Int64 // elements popped for a client whose connection ended before it took the reply: gone with it
 	commands   atomic.Int64
 }
 
