@@ -5,6 +5,8 @@ go 1.26.0
 replace github.com/purgatory-go/purgatory => ../../
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
+	github.com/panjf2000/gnet/v2 v2.9.7
 	github.com/prometheus/client_golang v1.24.1
 	github.com/purgatory-go/purgatory v0.0.0
 	github.com/redis/go-redis/v9 v9.23.0
@@ -25,7 +27,6 @@ require (
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/panjf2000/ants/v2 v2.11.3 // indirect
-	github.com/panjf2000/gnet/v2 v2.9.7 // indirect
 	github.com/prometheus/client_model v0.6.2 // indirect
 	github.com/prometheus/common v0.70.1 // indirect
 	github.com/prometheus/procfs v0.21.1 // indirect
