@@ -160,15 +160,12 @@ func (w *clockWorld) stopOrClose(b byte) {
 	}
 }
 
-// stopWheel stops the wheel: it hands back every timer and operation's
-// timeout waiting on it, and the purgatory, which learns of it, closes.
+// stopWheel stops the wheel: it hands back every timer waiting on it, and
+// drains the operations' timeouts instead (a purgatory's timeout is a
+// timingwheel.Drainer: running it would expire its operation early); the
+// purgatory, which learns of the stop, closes them.
 func (w *clockWorld) stopWheel() {
 	want := 0
-	for _, o := range w.ops {
-		if o.resident() {
-			want++
-		}
-	}
 	for _, ft := range w.timers {
 		if ft.refStop() {
 			want++
@@ -177,7 +174,7 @@ func (w *clockWorld) stopWheel() {
 	pending := w.tw.Stop()
 	w.log("wheel stopped: %d handed back", len(pending))
 	w.stopped, w.stopAt = true, time.Now()
-	require.Len(w.t, pending, want, "the wheel's Stop hands back every timer and operation's timeout waiting on it")
+	require.Len(w.t, pending, want, "the wheel's Stop hands back every timer waiting on it, and no operation's timeout")
 	w.closeRefs()
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/purgatory-go/purgatory/internal/inflight"
 	"github.com/purgatory-go/purgatory/internal/recovery"
+	"github.com/purgatory-go/purgatory/internal/sched"
 )
 
 // ErrShutdownInCallback is returned by Shutdown when it is called from inside
@@ -40,6 +41,7 @@ var ErrShutdownInCallback = errors.New("purgatory: Shutdown called from a callba
 // waits for the handlers, and the handlers wait for their operations.
 func (p *Purgatory[K]) Close() {
 	p.mustBeNew()
+	sched.At("closed swap")
 	if p.closed.Swap(true) {
 		return
 	}
@@ -86,7 +88,7 @@ func (p *Purgatory[K]) Shutdown(ctx context.Context) error {
 		p.Close()
 		return ErrShutdownInCallback
 	}
-	if !p.closed.Load() {
+	if !p.isClosed() {
 		go p.Close() // a later call, or one that lost the race, returns at once
 	}
 	select {

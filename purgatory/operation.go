@@ -351,8 +351,8 @@ func callbacks(impl Operation, outcome Outcome) {
 // a relay's read of Op.first against a later bind or watch) and catches a
 // detach that clears Op.first and a relay without its pin.
 func (o *Op) detach(outcome Outcome) (c *core, unpin int64) {
-	s := o.state.Load() // ended: so nothing attaches after this
-	first := o.first    // it stays for a relay of this use: bind clears it
+	s := o.load()    // ended: so nothing attaches after this
+	first := o.first // it stays for a relay of this use: bind clears it
 	var places []place
 	var stopCtx func() bool
 	if m := o.more; m != nil {
@@ -420,7 +420,7 @@ func (o *Op) bind(impl Operation, c *core, tw *timingwheel.TimingWheel, pin int6
 	if _, ok := impl.(Recycler); ok {
 		set |= recyclerBit
 	}
-	if s := o.state.Load(); bound(s) && over(s) && o.core != c { // core is immutable once a use is over
+	if s := o.state.Load(); bound(s) && over(s) && o.core != c { // bindState's load is the point // core is immutable once a use is over
 		panic("purgatory: operation reused in another purgatory; an operation's later uses must go to the purgatory of its first, whose wheel holds its timeout")
 	}
 	c.counters.add(1) // before the use can end and be counted

@@ -3,6 +3,8 @@ package purgatory
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/purgatory-go/purgatory/internal/sched"
 )
 
 // A goroutine that waits for its own operation (a queue's Receive, a pool's
@@ -63,15 +65,22 @@ type parking struct {
 
 // endedUse is complete's rule 2, for use g.
 func (pk *parking) endedUse(g gen) {
-	if pk.use.CompareAndSwap(uint64(g)+1, 0) {
+	if pk.casUse(g) {
 		pk.ended <- struct{}{} // empty: its last token was taken before this use began (rule 4)
 	}
+}
+
+// casUse takes use g from the parking (rules 2 and 4) and reports whether
+// it did.
+func (pk *parking) casUse(g gen) bool {
+	sched.At("parking cas")
+	return pk.use.CompareAndSwap(uint64(g)+1, 0)
 }
 
 // leave is the waiter's rule 4 for use g; token tells whether the waiter has
 // the token already, timed whether it armed the timer for this use.
 func (pk *parking) leave(o *Op, g gen, token, timed bool) {
-	if !token && !pk.use.CompareAndSwap(uint64(g)+1, 0) {
+	if !token && !pk.casUse(g) {
 		<-pk.ended // complete took the use: its token is sent or about to be
 	}
 	if timed {
@@ -133,7 +142,7 @@ func (p *Purgatory[K]) TryCompleteElsePark(op Operation, keys ...K) (_ Parked, d
 			pk.leave(o, g, false, false)
 		}
 	}()
-	done = p.add(op, o, &watches[K]{keys: keys}, func(bg gen) { g, bound = bg, true; pk.use.Store(uint64(bg) + 1) })
+	done = p.add(op, o, &watches[K]{keys: keys}, func(bg gen) { g, bound = bg, true; pk.park(bg) })
 	returned = true
 	switch {
 	case done:
@@ -146,6 +155,12 @@ func (p *Purgatory[K]) TryCompleteElsePark(op Operation, keys ...K) (_ Parked, d
 		w.timeout = o.Timeout
 	}
 	return w, false
+}
+
+// park records use g as the parked one (rule 1).
+func (pk *parking) park(g gen) {
+	sched.At("parking store")
+	pk.use.Store(uint64(g) + 1)
 }
 
 // parking returns the operation's parking, made at its first parked use.

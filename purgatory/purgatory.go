@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/purgatory-go/purgatory/internal/sched"
 	"github.com/purgatory-go/purgatory/timingwheel"
 )
 
@@ -137,7 +138,7 @@ func (p *Purgatory[K]) add(op Operation, o *Op, w *watches[K], parked func(gen))
 func (p *Purgatory[K]) tryElseWatch(op Operation, o *Op, w *watches[K], arm bool) bool {
 	try := firstTries{o: o, impl: op, held: true} // no other try of o runs until try.conclude
 	defer try.undo()                              // if TryComplete panics
-	if p.closed.Load() {
+	if p.isClosed() {
 		try.giveUp(Closed) // no try after Close
 		return false
 	}
@@ -159,10 +160,17 @@ func (p *Purgatory[K]) tryElseWatch(op Operation, o *Op, w *watches[K], arm bool
 	// Close sets closed and then sweeps the watch lists; this call linked op
 	// and then reads closed. So if Close's sweep missed op, this read sees
 	// closed, and op is ended here rather than left on a stopped wheel.
-	if p.closed.Load() {
+	if p.isClosed() {
 		o.endOwn(Closed)
 	}
 	return false
+}
+
+// isClosed reports whether Close has begun: a scheduling point of the
+// interleaving checker (internal/sched), as every shared access here is.
+func (p *Purgatory[K]) isClosed() bool {
+	sched.At("closed load")
+	return p.closed.Load()
 }
 
 // overBound reports whether more operations wait than WithMaxDelayed allows

@@ -11,7 +11,7 @@ package purgatory
 // applyRelayed whoever applies; the walk's reads of the queue are in
 // walk.go (tryEach, run), and remove (watch.go) carries the queue of a list
 // it takes out of the map for the walk that holds it. Every interleaving of
-// it with the walks is checked (interleave_test.go).
+// it with the walks is checked (checker_test.go).
 
 // relay applies the outcome just left on a solo use (claimLeftSolo), or
 // relays the use to the walk of its key that may be trying it. Why that walk's
@@ -90,8 +90,8 @@ func (l *watchList[K]) queueRelay(e entry) []entry {
 // (gone): then it takes nothing if another walk holds the list by now, for
 // that walk may be trying one of them, without the try bit, at this very
 // moment (a solo use's try); that walk applies them between its tries or as
-// it leaves. The interleaving checker found that race (interleave_test.go,
-// "a walk gone takes the next one's relayed uses"): a walk that had let go
+// it leaves. The interleaving checker found that race (issue 49; its fault
+// 05-gone-takes-relayed in internal/sched/testdata/faults): a walk that had let go
 // applied an expiry to a use the next walk was trying, which then passed.
 func (l *watchList[K]) takeRelayed(gone bool) []entry {
 	if !l.relayedAny() {

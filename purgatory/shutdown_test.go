@@ -16,7 +16,7 @@ import (
 // No operation hangs because a wheel stopped, in whatever order a service
 // shuts down: a purgatory whose wheel stops first closes itself, ending the
 // operations already parked and every one added afterwards with Outcome
-// Closed. Each order is played with parked operations (with and without a
+// Closed, and each use is over (recycled). Each order is played with parked operations (with and without a
 // timeout) and one added after the first step.
 func TestEveryShutdownOrderEndsEveryOperation(t *testing.T) {
 	orders := map[string]func(tw *timingwheel.TimingWheel, p *purgatory.Purgatory[string]){
@@ -54,6 +54,7 @@ func TestEveryShutdownOrderEndsEveryOperation(t *testing.T) {
 				for i, op := range append(parked, late) {
 					require.EqualValues(t, 1, op.Completed.Load(), "operation %d ended once", i)
 					require.Equal(t, purgatory.Closed, op.Seen, "operation %d", i)
+					require.EqualValues(t, 1, op.Recycled.Load(), "operation %d recycled: its use is over, no pin left (a timeout the stopped wheel drained lets go of its own)", i)
 				}
 				require.Zero(t, p.Delayed())
 				require.Zero(t, p.Watched())

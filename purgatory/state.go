@@ -1,6 +1,10 @@
 package purgatory
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/purgatory-go/purgatory/internal/sched"
+)
 
 // The two words the purgatory moves by compare-and-swap, whole: an
 // operation's state (Op.state) and a key's walking word (watchList.walking).
@@ -454,14 +458,50 @@ func leaveMove(s walkWord) (next walkWord, again, all bool) {
 
 // The moves' compare-and-swap loops, each on the word it moves. A loop whose
 // move changes nothing returns without a write.
+//
+// Every access to either word goes through load and cas (word, casWord,
+// orWord and andWord for the walking word). Each load is a scheduling point
+// of the interleaving checker (internal/sched), so that the checker can run
+// another goroutine before any access; in a normal build the points are
+// nothing. A loop's compare-and-swap is not one: the loop is one atomic
+// read-modify-write of the word, which takes effect at its successful
+// compare-and-swap, and the checker runs it as one step from its load (a
+// failed compare-and-swap only goes round again). orWord and andWord, each
+// a read-modify-write of its own, are points.
+
+func (o *Op) load() int64 {
+	sched.At("state")
+	return o.state.Load()
+}
+
+func (o *Op) cas(s, next int64) bool { return o.state.CompareAndSwap(s, next) }
+
+func (l *watchList[K]) word() walkWord {
+	sched.At("walking word")
+	return walkWord(l.walking.Load())
+}
+
+func (l *watchList[K]) casWord(s, next walkWord) bool {
+	return l.walking.CompareAndSwap(int64(s), int64(next))
+}
+
+func (l *watchList[K]) orWord(bits walkWord) {
+	sched.At("walking or")
+	l.walking.Or(int64(bits))
+}
+
+func (l *watchList[K]) andWord(bits walkWord) {
+	sched.At("walking and")
+	l.walking.And(int64(bits))
+}
 
 // bindState starts the operation's next use with the bits of set (bind), and
 // returns the state it left: the new use's, if it started one.
 func (o *Op) bindState(set int64) (bindResult, int64) {
 	for {
-		s := o.state.Load()
+		s := o.load()
 		next, r := bindMove(s, set)
-		if next == s || o.state.CompareAndSwap(s, next) {
+		if next == s || o.cas(s, next) {
 			return r, next
 		}
 	}
@@ -471,9 +511,9 @@ func (o *Op) bindState(set int64) (bindResult, int64) {
 // (claimMove); it returns the use's generation with the verdict.
 func (o *Op) claim(outcome Outcome) (claimed, gen) {
 	for {
-		s := o.state.Load()
+		s := o.load()
 		next, r := claimMove(s, genOf(s), outcome)
-		if next == s || o.state.CompareAndSwap(s, next) {
+		if next == s || o.cas(s, next) {
 			return r, genOf(s)
 		}
 	}
@@ -483,9 +523,9 @@ func (o *Op) claim(outcome Outcome) (claimed, gen) {
 // later use.
 func (o *Op) claimAt(g gen, outcome Outcome) claimed {
 	for {
-		s := o.state.Load()
+		s := o.load()
 		next, r := claimMove(s, g, outcome)
-		if next == s || o.state.CompareAndSwap(s, next) {
+		if next == s || o.cas(s, next) {
 			return r
 		}
 	}
@@ -495,9 +535,9 @@ func (o *Op) claimAt(g gen, outcome Outcome) claimed {
 // Pending if another path applied it first, or the try passed.
 func (o *Op) apply(g gen) Outcome {
 	for {
-		s := o.state.Load()
+		s := o.load()
 		next, out := applyMove(s, g)
-		if next == s || o.state.CompareAndSwap(s, next) {
+		if next == s || o.cas(s, next) {
 			return out
 		}
 	}
@@ -506,9 +546,9 @@ func (o *Op) apply(g gen) Outcome {
 // acquire takes the try bit of use g (acquireMove).
 func (o *Op) acquire(g gen) acquired {
 	for {
-		s := o.state.Load()
+		s := o.load()
 		next, r := acquireMove(s, g)
-		if next == s || o.state.CompareAndSwap(s, next) {
+		if next == s || o.cas(s, next) {
 			return r
 		}
 	}
@@ -517,9 +557,9 @@ func (o *Op) acquire(g gen) acquired {
 // settle ends the holder's try (settleMove), and returns the outcome it set.
 func (o *Op) settle(ok bool, set int64) (settled, Outcome) {
 	for {
-		s := o.state.Load()
+		s := o.load()
 		next, r := settleMove(s, ok, set)
-		if o.state.CompareAndSwap(s, next) {
+		if o.cas(s, next) {
 			return r, outcomeOf(next)
 		}
 	}
@@ -529,9 +569,9 @@ func (o *Op) settle(ok bool, set int64) (settled, Outcome) {
 // returns the outcome it set.
 func (o *Op) abandon(withdraw bool) (settled, Outcome) {
 	for {
-		s := o.state.Load()
+		s := o.load()
 		next, r := abandonMove(s, withdraw)
-		if o.state.CompareAndSwap(s, next) {
+		if o.cas(s, next) {
 			return r, outcomeOf(next)
 		}
 	}
@@ -541,9 +581,9 @@ func (o *Op) abandon(withdraw bool) (settled, Outcome) {
 // outcome it set.
 func (o *Op) soloTried(g gen, ok bool) (settled, Outcome) {
 	for {
-		s := o.state.Load()
+		s := o.load()
 		next, r := soloMove(s, g, ok)
-		if next == s || o.state.CompareAndSwap(s, next) {
+		if next == s || o.cas(s, next) {
 			return r, outcomeOf(next)
 		}
 	}
@@ -552,9 +592,9 @@ func (o *Op) soloTried(g gen, ok bool) (settled, Outcome) {
 // pin sets pin on the use if it is pending, and reports whether it did.
 func (o *Op) pin(pin int64) bool {
 	for {
-		s := o.state.Load()
+		s := o.load()
 		next, ok := pinMove(s, pin)
-		if next == s || o.state.CompareAndSwap(s, next) {
+		if next == s || o.cas(s, next) {
 			return ok
 		}
 	}
@@ -564,9 +604,9 @@ func (o *Op) pin(pin int64) bool {
 // if that leaves it over.
 func (o *Op) unpin(pin int64) {
 	for {
-		s := o.state.Load()
+		s := o.load()
 		next := unpinMove(s, pin)
-		if o.state.CompareAndSwap(s, next) {
+		if o.cas(s, next) {
 			if over(next) {
 				o.recycle(next)
 			}
@@ -577,7 +617,7 @@ func (o *Op) unpin(pin int64) {
 
 // step is walkStep for the entry of use g, with the state it read.
 func (o *Op) step(g gen) (step, int64) {
-	s := o.state.Load()
+	s := o.load()
 	return walkStep(s, g), s
 }
 
@@ -600,40 +640,45 @@ func (o *Op) recycle(s int64) {
 // parkedOn reports whether use g is current and its parked waiter has not
 // let go of it (park.go: the waiter holds the timeout's pin until it leaves).
 func (o *Op) parkedOn(g gen) bool {
-	s := o.state.Load()
+	s := o.load()
 	return genOf(s) == g && s&armedBit != 0
 }
 
 // Outcome returns how the operation's last use ended, or Pending. Inside
 // OnComplete it tells which path ended it.
 func (o *Op) Outcome() Outcome {
-	if out := outcomeOf(o.state.Load()); out != withdrawn {
+	if out := outcomeOf(o.load()); out != withdrawn {
 		return out
 	}
 	return Pending
 }
 
 // gen returns the current use's generation.
+// Only the use's own paths call it, while the use cannot end and be used
+// again (under the try bit, or holding the ending pin): the generation
+// changes only at bind, so the read needs no scheduling point.
 func (o *Op) gen() gen { return genOf(o.state.Load()) }
 
 // decided reports whether the current use has an outcome or one left for its
 // try: nothing need attach to it any more.
-func (o *Op) decided() bool { return !pending(o.state.Load()) }
+func (o *Op) decided() bool { return !pending(o.load()) }
 
 // live reports whether use g is the operation's current use and has no
 // outcome: an entry made for g is live. A stale entry (an earlier use) is
 // dead.
 func (o *Op) live(g gen) bool {
-	s := o.state.Load()
+	s := o.load()
 	return !ended(s) && genOf(s) == g
 }
 
 // touch loads the cache line a try reads (Op's last word, and usually the
 // embedding operation's first fields), so that a try soon after does not wait
 // for memory. (An atomic load: the compiler keeps it.)
-func (o *Op) touch() { o.state.Load() }
+func (o *Op) touch() { o.state.Load() } // no point: only a prefetch
 
 // locked reports whether a try takes Op.Locker.
+// The bit is set at bind and kept for the use: the read needs no scheduling
+// point.
 func (o *Op) locked() bool { return lockedIn(o.state.Load()) }
 
 // The walking word's loops and reads.
@@ -642,9 +687,9 @@ func (o *Op) locked() bool { return lockedIn(o.state.Load()) }
 // another round (all: over every operation), and reports whether it took it.
 func (l *watchList[K]) take(all bool) bool {
 	for {
-		s := walkWord(l.walking.Load())
+		s := l.word()
 		next, took := takeMove(s, all)
-		if next == s || l.walking.CompareAndSwap(int64(s), int64(next)) {
+		if next == s || l.casWord(s, next) {
 			return took
 		}
 	}
@@ -653,40 +698,42 @@ func (l *watchList[K]) take(all bool) bool {
 // letGo is the walk's leaving of the list (leaveMove).
 func (l *watchList[K]) letGo() (again, all bool) {
 	for {
-		s := walkWord(l.walking.Load())
+		s := l.word()
 		next, again, all := leaveMove(s)
-		if l.walking.CompareAndSwap(int64(s), int64(next)) {
+		if l.casWord(s, next) {
 			return again, all
 		}
 	}
 }
 
 // walked reports whether a walk holds the list.
-func (l *watchList[K]) walked() bool { return walkWord(l.walking.Load())&wordHeld != 0 }
+func (l *watchList[K]) walked() bool { return l.word()&wordHeld != 0 }
 
 // leveled reports whether lv's heap holds a waiting operation.
+// Its bit is written under the shard's mutex, which its readers hold or
+// which a compaction it prompts takes: the read needs no scheduling point.
 func (l *watchList[K]) leveled() bool { return walkWord(l.walking.Load())&listLeveled != 0 }
 
 // setLeveled records whether lv's heap holds a waiting operation. The caller
 // holds the shard's mutex.
 func (l *watchList[K]) setLeveled(on bool) {
 	if on {
-		l.walking.Or(int64(listLeveled))
+		l.orWord(listLeveled)
 	} else {
-		l.walking.And(int64(^listLeveled))
+		l.andWord(^listLeveled)
 	}
 }
 
 // relayedAny reports whether uses wait in lv.relayed.
-func (l *watchList[K]) relayedAny() bool { return relayedIn(walkWord(l.walking.Load())) }
+func (l *watchList[K]) relayedAny() bool { return relayedIn(l.word()) }
 
 // setRelayed records whether uses wait in lv.relayed. The caller holds the
 // shard's mutex.
 func (l *watchList[K]) setRelayed(on bool) {
 	if on {
-		l.walking.Or(int64(listRelayed))
+		l.orWord(listRelayed)
 	} else {
-		l.walking.And(int64(^listRelayed))
+		l.andWord(^listRelayed)
 	}
 }
 
@@ -695,15 +742,17 @@ func (l *watchList[K]) setRelayed(on bool) {
 func restingWord(w walkWord) bool { return w&listLowBits&^listLeveled == 0 }
 
 // head returns the list's head. The caller holds the shard's mutex.
+// The head is written only under that mutex: the read needs no scheduling
+// point.
 func (l *watchList[K]) head() int { return int(walkWord(l.walking.Load()) >> listHeadShift) }
 
 // setHead sets the list's head, keeping the turn and the flags that walks
 // move meanwhile. The caller holds the shard's mutex.
 func (l *watchList[K]) setHead(h int) {
 	for {
-		s := walkWord(l.walking.Load())
+		s := walkWord(l.walking.Load()) // the head bits are the mutex holder's; the walks' bits, kept, commute
 		next := withHead(s, h)
-		if next == s || l.walking.CompareAndSwap(int64(s), int64(next)) {
+		if next == s || l.casWord(s, next) {
 			return
 		}
 	}

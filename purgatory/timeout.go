@@ -18,6 +18,20 @@ type opTimeout Op
 
 func (o *opTimeout) Fire() { (*Op)(o).expire() }
 
+// Drain is the wheel's word that the timeout will not fire: the wheel
+// stopped with it pending, or refused it, stopped already (timingwheel's
+// Drainer). The use lets go of the timeout's pin then, as a fire would at
+// its end; the purgatory, which learns of the stop too, ends the use
+// Closed. Without it, a use whose outcome a try or a walk was to apply when
+// the wheel stopped (Close stops a wheel the purgatory made, after its
+// sweep) kept the pin for good, and was never over: the interleaving
+// checker found it on the code (issue 70, "own wheel: add, handoff, close").
+func (o *opTimeout) Drain() {
+	op := (*Op)(o)
+	defer op.core.recoverPanic("a drained timeout's Recycle")
+	op.unpin(armedBit)
+}
+
 // expire is the timeout's callback and contextDone the context's. They run on
 // goroutines the library owns, so a panic in the user's callbacks is recovered
 // and reported there (the operation has ended all the same). Each ends the

@@ -65,7 +65,7 @@ func (p *Purgatory[K]) Wait(ctx context.Context, timeout time.Duration, ready fu
 // poll is Wait with no time to wait: one try, at once.
 func (p *Purgatory[K]) poll(ready func() bool) Outcome {
 	switch {
-	case p.closed.Load():
+	case p.isClosed():
 		return Closed
 	case ready():
 		return Completed

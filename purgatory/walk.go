@@ -1,5 +1,7 @@
 package purgatory
 
+import "github.com/purgatory-go/purgatory/internal/sched"
+
 // The walks. A walk ends the operations of one key, one after another, with
 // no library lock held: CheckAndComplete and Advance try them (every one, or
 // those the key's level has made ready), HandOff tries them until one says
@@ -90,7 +92,7 @@ const (
 func (p *Purgatory[K]) walkKey(key K, level int64, kind walkKind) int {
 	p.mustBeNew()
 	p.watchers.mustHashKey(key)
-	if p.closed.Load() {
+	if p.isClosed() {
 		return 0
 	}
 	l, ops := p.watchers.enter(key, level, kind)
@@ -408,6 +410,7 @@ func (l *watchList[K]) leave(handOff bool, passed int) ([]entry, bool, bool) {
 	again, all := l.letGo()
 	sh := l.shard
 	if !again {
+		sched.At("count load")
 		if count := l.count.Load(); anyDead(count) && (!handOff || l.crowded(count)) {
 			sh.mu.Lock()
 			if !l.walked() {

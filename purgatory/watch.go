@@ -6,10 +6,10 @@ import (
 	"math/bits"
 	"reflect"
 	"slices"
-	"sync"
 	"unsafe"
 
 	"github.com/purgatory-go/purgatory/internal/cacheline"
+	"github.com/purgatory-go/purgatory/internal/sched"
 )
 
 // shard is a part of the key space with its own lock, so that callers working
@@ -25,7 +25,7 @@ type shard[K comparable] struct {
 	// count, walk and leveled are atomic). It is the innermost purgatory
 	// lock (the lock order is in the block at Op) and is never held while
 	// user code runs.
-	mu    sync.Mutex
+	mu    sched.Mutex
 	lists map[K]*watchList[K]
 	empty int // lists in the map with no operations
 	// last is the list that list last found or made, nil once it leaves the

@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/purgatory-go/purgatory/internal/minheap"
+	"github.com/purgatory-go/purgatory/internal/sched"
 )
 
 // A key's watch list is a slice of its operations, walked in place: no copy,
@@ -289,6 +290,7 @@ func shrunk[S ~[]E, E any](s S) S {
 // so nothing else would let go of the ended ones (their expiries, mostly)
 // until their level came.
 func (l *watchList[K]) drop() {
+	sched.At("count add")
 	if l.crowded(l.count.Add(1)) && !l.walked() {
 		l.compact(true)
 	}

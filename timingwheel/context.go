@@ -3,8 +3,9 @@ package timingwheel
 import (
 	"context"
 	"reflect"
-	"sync"
 	"time"
+
+	"github.com/purgatory-go/purgatory/internal/sched"
 )
 
 // Request deadlines are the largest population of timers in a Go server, and
@@ -125,11 +126,11 @@ type deadlineCtx struct {
 	timer  Timer
 	parent context.Context
 
-	mu         sync.Mutex    // guards the fields below and *extra
-	done       chan struct{} // made on first Done, or closed at the end
-	err        error         // set once, at the end
-	stopParent func() bool   // detaches from parent; nil if parent is never done
-	extra      *rareFields   // nil until one of them is needed: most contexts need none
+	mu         sched.WheelMutex // guards the fields below and *extra
+	done       chan struct{}    // made on first Done, or closed at the end
+	err        error            // set once, at the end
+	stopParent func() bool      // detaches from parent; nil if parent is never done
+	extra      *rareFields      // nil until one of them is needed: most contexts need none
 }
 
 // rareFields are what few contexts need, kept apart so that the common one

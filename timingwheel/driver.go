@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/purgatory-go/purgatory/internal/sched"
 )
 
 // The driver is Kafka's reaper without the polling: one goroutine that polls
@@ -113,6 +115,7 @@ func (tw *TimingWheel) armSleep(at instant) {
 // finds nothing due and plans again: a lost race costs the one wake-up that
 // every stop cost before. AdvanceClock's waits are not moved.
 func (tw *TimingWheel) postpone(old instant) {
+	sched.At("wheel: sleepUntil load")
 	if instant(tw.sleepUntil.Load()) != old {
 		return // the driver plans otherwise already
 	}
@@ -155,6 +158,7 @@ func (tw *TimingWheel) processAt(now instant, due []job) []job {
 	from := 0 // shards that gave timers
 	for i := range tw.shards {
 		sh := &tw.shards[i]
+		sched.At("wheel: next load")
 		if instant(sh.next.Load()) > now {
 			continue
 		}
@@ -176,6 +180,7 @@ func (tw *TimingWheel) processAt(now instant, due []job) []job {
 func (tw *TimingWheel) nextLook() instant {
 	at := tw.earliest()
 	for {
+		sched.At("wheel: sleepUntil store")
 		tw.sleepUntil.Store(int64(at))
 		again := tw.earliest()
 		if again >= at {
@@ -189,6 +194,7 @@ func (tw *TimingWheel) nextLook() instant {
 func (tw *TimingWheel) earliest() instant {
 	at := never
 	for i := range tw.shards {
+		sched.At("wheel: next load")
 		at = min(at, instant(tw.shards[i].next.Load()))
 	}
 	return at

@@ -3,6 +3,8 @@ package timingwheel
 import (
 	"sync"
 	"sync/atomic"
+
+	"github.com/purgatory-go/purgatory/internal/sched"
 )
 
 // DefaultMaxWorkers is the default executor's bound on goroutines that run
@@ -174,7 +176,7 @@ type pool struct {
 	wake func() // after jobs are queued: the stuck-callback sampler's Wake
 	max  int
 
-	mu       sync.Mutex // guards everything below
+	mu       sched.WheelMutex // guards everything below
 	queue    []job
 	head     int       // queue[head:] is waiting to run
 	workers  int       // started and not yet exited

@@ -10,7 +10,7 @@ type funcSet map[*func()]struct{}
 // add registers f and returns the function that detaches it, reporting
 // whether f was still registered (so had not run). The caller holds mu; the
 // detach function takes it.
-func (s *funcSet) add(f func(), mu *sync.Mutex) (detach func() bool) {
+func (s *funcSet) add(f func(), mu sync.Locker) (detach func() bool) {
 	key := &f
 	if *s == nil {
 		*s = make(funcSet)

@@ -1,6 +1,7 @@
 package timingwheel_test
 
 import (
+	"math"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -118,4 +119,37 @@ func TestScheduleFuncNeverStarts(t *testing.T) {
 		require.Zero(t, tw.Len())
 		require.False(t, tm.Stop())
 	})
+}
+
+// TestScheduleFuncResetInThePast: a schedule Reset for a time already past
+// runs at once and then a full interval after the Reset, beside a
+// time.Timer that re-arms itself when it fires, whatever the past (FuzzClock
+// found the next run coming at the saturated plan's interval: 12.25 ms early
+// for math.MinInt64).
+func TestScheduleFuncResetInThePast(t *testing.T) {
+	const every = 19 * time.Millisecond
+	for _, d := range []time.Duration{math.MinInt64, math.MinInt64 + 1, -time.Hour, -5 * time.Millisecond, -1, 0} {
+		t.Run(d.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tw := testkit.Wheel(t)
+				time.Sleep(12250 * time.Microsecond)
+				begin := time.Now()
+				ours := make(chan time.Duration, 10)
+				tm := tw.ScheduleFunc(timingwheel.Every(every), func() { ours <- time.Since(begin) })
+				ref := make(chan time.Duration, 10)
+				var rt *time.Timer
+				rt = time.AfterFunc(every, func() { ref <- time.Since(begin); rt.Reset(every) })
+				require.True(t, tm.Reset(d))
+				require.True(t, rt.Reset(d))
+				for range 3 {
+					want := <-ref
+					got := <-ours
+					require.GreaterOrEqual(t, got, want, "never before the reference")
+					require.LessOrEqual(t, got-want, time.Millisecond, "at most a tick after it")
+				}
+				tm.Stop()
+				rt.Stop()
+			})
+		})
+	}
 }

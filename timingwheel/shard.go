@@ -2,11 +2,11 @@ package timingwheel
 
 import (
 	"runtime"
-	"sync"
 	"sync/atomic"
 
 	"github.com/purgatory-go/purgatory/internal/cacheline"
 	"github.com/purgatory-go/purgatory/internal/procid"
+	"github.com/purgatory-go/purgatory/internal/sched"
 )
 
 // A TimingWheel is split into shards so that goroutines on different cores
@@ -63,8 +63,8 @@ type shard struct {
 }
 
 type shardState struct {
-	mu sync.Mutex // guards w and the place of every timer whose sh is this shard
-	w  wheel      // held by value: wheels allocated one after another would share lines
+	mu sched.WheelMutex // guards w and the place of every timer whose sh is this shard
+	w  wheel            // held by value: wheels allocated one after another would share lines
 	// next is the instant the driver must next poll this shard (never if
 	// nothing is pending). Written under mu: lowered by register, set by
 	// collect; read without mu by the driver.
@@ -98,6 +98,7 @@ func (tw *TimingWheel) local() *shard {
 // alternated processes, within their spread).
 func (t *timer) lock() *shard {
 	for {
+		sched.At("wheel: timer's shard load")
 		sh := t.sh.Load()
 		sh.mu.Lock()
 		if t.sh.Load() == sh {

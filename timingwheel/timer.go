@@ -103,6 +103,20 @@ type Handler interface {
 	Fire()
 }
 
+// A Drainer is a Handler that is told when its timer will not fire because
+// the wheel has stopped: the wheel's Stop calls Drain for each of its
+// timers still pending, instead of handing back Fire, and a Reset (or
+// AfterFunc) that a stopped wheel refuses calls it for the timer refused.
+// Drain runs once for each arming that will not fire, with no lock of the
+// wheel held, on the goroutine of the Stop or the Reset; it must not block,
+// and a panic in it reaches that goroutine. A purgatory's operations hold
+// their timeouts with one, so that an operation whose timeout a stopped
+// wheel dropped still lets go of it.
+type Drainer interface {
+	Handler
+	Drain()
+}
+
 // HandlerFunc adapts a func to a Handler, as http.HandlerFunc does.
 type HandlerFunc func()
 
@@ -227,6 +241,9 @@ func (t *timer) armLocked(sh *shard, when instant) (pending bool) {
 		sh.tw.reject(t)
 		sh.mu.Unlock()
 		sh.tw.warn()
+		if d, ok := t.h.(Drainer); ok {
+			d.Drain()
+		}
 		return false
 	}
 	pending = t.pending()
@@ -272,7 +289,9 @@ func (t *Timer) Stop() bool {
 // As with time.Timer, if the previous run's callback was already handed to the
 // executor, that run still happens: Reset does not wait for it or cancel it.
 // On a recurring timer, Reset moves the next run, and the schedule continues
-// from that run.
+// from that run: a d of zero or less plans it for the time of the call, so
+// the run after it comes a full interval later, as it would after a
+// time.Timer that re-arms itself when it fires.
 func (t *Timer) Reset(d time.Duration) bool {
 	if t == nil {
 		return false
@@ -280,6 +299,9 @@ func (t *Timer) Reset(d time.Duration) bool {
 	sh := t.t.sh.Load()
 	if sh == nil {
 		return false
+	}
+	if _, recurring := t.t.h.(*recurrence); recurring {
+		d = max(d, 0) // a past plan would bring the next run forward
 	}
 	return t.t.arm(sh.tw.deadline(d))
 }

@@ -41,13 +41,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/purgatory-go/purgatory/internal/cacheline"
 	"github.com/purgatory-go/purgatory/internal/inflight"
 	"github.com/purgatory-go/purgatory/internal/recovery"
+	"github.com/purgatory-go/purgatory/internal/sched"
 	"github.com/purgatory-go/purgatory/internal/stuck"
 )
 
@@ -85,7 +85,7 @@ type TimingWheel struct {
 	start  time.Time
 	exec   executor
 
-	mu        sync.Mutex           // guards state changes, done and afterStop
+	mu        sched.WheelMutex     // guards state changes, done and afterStop
 	state     atomic.Int32         // a state; written under mu, read without it
 	done      chan struct{}        // closed by the driver that sees the wheel stopped; nil if none was started
 	afterStop funcSet              // AfterStop's functions, until Stop starts them; guarded by mu
@@ -112,7 +112,7 @@ type TimingWheel struct {
 	// (postpone). So while the driver sleeps, its timer is armed for
 	// sleepUntil. Lock order: a shard's mu is never held while sleepMu is
 	// taken by a Stop; a register takes it under its shard's mu.
-	sleepMu  sync.Mutex
+	sleepMu  sched.WheelMutex
 	sleep    *time.Timer // guarded by sleepMu
 	_        [cacheline.Size]byte
 	inflight inflight.Counter // callbacks and AfterStop functions started and not yet returned
@@ -222,13 +222,13 @@ func (tw *TimingWheel) Err() error {
 // (see [Timer.Rejected]), Start and Err return [ErrStopped], and the driver
 // goroutine exits. The functions given to AfterStop start, each in its own
 // goroutine. Contexts made by WithTimeout and WithDeadline are not handed
-// back: they keep their deadlines on runtime timers. A package that arms
+// back: they keep their deadlines on runtime timers; nor are those whose
+// Handler is a [Drainer], whose Drain Stop calls instead. A package that arms
 // timers on a wheel it does not own learns of the stop through AfterStop and
 // ends its own work there; running what Stop hands back for it would fire
 // those timers before their deadlines.
 func (tw *TimingWheel) Stop() (pending []func()) {
 	tw.mustBeNew()
-	var keep []*timer
 	tw.mu.Lock()
 	if tw.stopped() {
 		tw.mu.Unlock()
@@ -236,29 +236,52 @@ func (tw *TimingWheel) Stop() (pending []func()) {
 	}
 	tw.state.Store(int32(stopped))
 	close(tw.quit)
+	var left leftover
 	for i := range tw.shards {
-		tw.shards[i].drain(func(t *timer) {
-			switch f, ok := t.h.(HandlerFunc); {
-			case t.keepsDeadline:
-				keep = append(keep, t)
-			case ok:
-				pending = append(pending, f)
-			default:
-				pending = append(pending, t.h.Fire)
-			}
-		})
+		tw.shards[i].drain(left.sort)
 	}
 	hooks := tw.afterStop
 	tw.afterStop = nil
 	tw.inflight.Add(len(hooks))
 	tw.mu.Unlock()
-	for _, t := range keep {
-		t.h.Fire() // a context's expire: it moves the deadline to a runtime timer
-	}
+	left.settle()
 	for f := range hooks {
 		go tw.runAfterStop(*f)
 	}
-	return pending
+	return left.pending
+}
+
+// leftover sorts the timers a stopping wheel still held: the callbacks Stop
+// hands back, the contexts that keep their deadlines elsewhere, and the
+// Drainers told that their timers will never fire. It is filled under tw.mu
+// and settled after it is released, since Fire and Drain are user code.
+type leftover struct {
+	pending []func()
+	keep    []*timer
+	drained []Drainer
+}
+
+func (l *leftover) sort(t *timer) {
+	d, drains := t.h.(Drainer)
+	switch f, ok := t.h.(HandlerFunc); {
+	case t.keepsDeadline:
+		l.keep = append(l.keep, t)
+	case drains:
+		l.drained = append(l.drained, d)
+	case ok:
+		l.pending = append(l.pending, f)
+	default:
+		l.pending = append(l.pending, t.h.Fire)
+	}
+}
+
+func (l *leftover) settle() {
+	for _, t := range l.keep {
+		t.h.Fire() // a context's expire: it moves the deadline to a runtime timer
+	}
+	for _, d := range l.drained {
+		d.Drain()
+	}
 }
 
 // AfterStop arranges to call f in its own goroutine once the wheel is
@@ -343,7 +366,10 @@ func (tw *TimingWheel) heldUp(ctx context.Context) error {
 var inCallback = inflight.FramesOf((*TimingWheel).run, (*TimingWheel).fire, (*TimingWheel).tellObserver, (*TimingWheel).runAfterStop)
 
 // stopped reports whether Stop has begun.
-func (tw *TimingWheel) stopped() bool { return state(tw.state.Load()) == stopped }
+func (tw *TimingWheel) stopped() bool {
+	sched.At("wheel: state load")
+	return state(tw.state.Load()) == stopped
+}
 
 // Len returns the number of pending timers. It takes each shard's lock in
 // turn, so with timers armed and stopped meanwhile it is a sum of counts
@@ -441,6 +467,7 @@ func (tw *TimingWheel) warn() {
 // the wake-up on (postpone), every re-arm would have cost one. AdvanceClock,
 // which sleeps on a timer of its own, is sent the token.
 func (tw *TimingWheel) wakeFor(at instant) {
+	sched.At("wheel: sleepUntil load")
 	if int64(at) >= tw.sleepUntil.Load() {
 		return
 	}
@@ -452,6 +479,7 @@ func (tw *TimingWheel) wakeFor(at instant) {
 	}
 	tw.sleepMu.Unlock()
 	if sleep == nil {
+		sched.At("wheel: wake send")
 		select {
 		case tw.wake <- struct{}{}:
 		default:

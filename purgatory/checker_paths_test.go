@@ -1,0 +1,151 @@
+//go:build purgatorycheck
+
+package purgatory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/purgatory-go/purgatory/internal/sched"
+)
+
+// The checker's paths: each a call of the public API, on a goroutine of
+// its own.
+
+type pathKind uint8
+
+const (
+	pAdd          pathKind = iota // TryCompleteElseWatch of use 0 (at level 1, in a level scenario)
+	pReuse                        // TryCompleteElseWatch of use 1, once use 0 is recycled
+	pCheck                        // CheckAndComplete
+	pHandOff                      // HandOff
+	pPushHand                     // an item pushed, then HandOff
+	pForce                        // ForceComplete
+	pContext                      // the operation's context cancelled
+	pPark                         // TryCompleteElsePark of use 0, then Parked.Wait
+	pCancel                       // CancelForKey
+	pForceKey                     // ForceCompleteForKey
+	pClose                        // Close
+	pAdvance                      // Advance to level 1
+	pShutdown                     // Shutdown
+	pShutdownDone                 // Shutdown with a context already done: it waits for nothing
+	onB           pathKind = 0x80 // with a walk's kind: of key B, not A
+)
+
+var pathNames = [...]string{"add", "reuse", "check", "handoff", "push+handoff", "force", "context", "park",
+	"cancel", "forcekey", "close", "advance", "shutdown", "shutdown done"}
+
+// path makes path i of kind k in world w.
+func (w *cworld) path(i int, k pathKind, sc *cscenario) sched.Path {
+	key := w.keys[0]
+	if k&onB != 0 {
+		key = w.keys[1]
+	}
+	k &^= onB
+	name := fmt.Sprintf("%d %s %s", i, pathNames[k], key)
+	p := sched.Path{Name: name, Run: func() { w.guard(func() { w.run(k, key, sc) }) }}
+	p.MayBlock = k == pReuse
+	return p
+}
+
+// guard runs a path, recovering the panics the scenario injects into tries;
+// any other panic is a violation.
+func (w *cworld) guard(f func()) {
+	defer func() {
+		if r := recover(); r != nil && r != errInjected {
+			w.fail(fmt.Sprintf("a path panicked: %v", r))
+		}
+	}()
+	f()
+}
+
+func (w *cworld) run(k pathKind, key string, sc *cscenario) {
+	p := w.p
+	switch k {
+	case pAdd:
+		w.add(sc)
+	case pReuse:
+		w.reuse(sc)
+	case pCheck:
+		p.CheckAndComplete(key)
+	case pHandOff:
+		p.HandOff(key)
+	case pPushHand:
+		w.items.Add(1)
+		p.HandOff(key)
+	case pForce:
+		ForceComplete(w.op)
+	case pContext:
+		sc.cancel()
+	case pPark:
+		w.park(sc)
+	case pCancel:
+		p.CancelForKey(key)
+	case pForceKey:
+		p.ForceCompleteForKey(key)
+	case pClose:
+		p.Close()
+	case pAdvance:
+		p.Advance(key, 1)
+	case pShutdown:
+		p.Shutdown(context.Background())
+	case pShutdownDone:
+		w.shutdownDone()
+	}
+}
+
+// reuse adds the operation again once it has been recycled.
+func (w *cworld) reuse(sc *cscenario) {
+	<-w.recycled
+	sched.At("woken") // by a Recycle, inside another's step: wait to be chosen
+	if !w.stopping.Load() {
+		w.add(sc)
+	}
+}
+
+// shutdownDone shuts the purgatory down with a context already done.
+func (w *cworld) shutdownDone() {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := w.p.Shutdown(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		w.fail(fmt.Sprintf("Shutdown with its context done: %v", err))
+	}
+}
+
+// add is TryCompleteElseWatch of the next use; a try that panics there
+// undoes it (withdrawn), unless an outcome left for it ended it.
+func (w *cworld) add(sc *cscenario) {
+	w.prepare(sc.timed, sc.ctx)
+	defer w.undone()
+	if w.level != 0 {
+		w.p.TryCompleteElseWatchAt(w.op, At(w.keys[0], w.level))
+		return
+	}
+	w.p.TryCompleteElseWatch(w.op, w.keys...)
+}
+
+// undone records a use withdrawn by its add's panic, and lets the panic go on.
+func (w *cworld) undone() {
+	if r := recover(); r != nil {
+		if outcomeOf(w.op.state.Load()) == withdrawn {
+			w.op.record(func(u *useRecord) { u.withdrawn = true })
+		}
+		panic(r)
+	}
+}
+
+// park is TryCompleteElsePark of use 0, and its Wait.
+func (w *cworld) park(sc *cscenario) {
+	w.prepare(true, sc.ctx)
+	defer w.undone()
+	parked, done := w.p.TryCompleteElsePark(w.op, w.keys...)
+	if done {
+		return
+	}
+	g := parked.g
+	out := parked.Wait()
+	w.op.mu.Lock()
+	w.op.uses[g].waited = out
+	w.op.mu.Unlock()
+}
