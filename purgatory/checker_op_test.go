@@ -4,6 +4,7 @@ package purgatory
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -28,6 +29,7 @@ type useRecord struct {
 	passed                           bool    // a try returned true
 	cancelled, withdrawn             bool    // CancelForKey ended it; its add panicked and was undone
 	waited                           Outcome // what Parked.Wait returned, for a parked use
+	forced                           bool    // ForceComplete returned true for it
 }
 
 // errInjected is what a try that the scenario makes panic panics with.
@@ -77,6 +79,11 @@ func (c *checked) TryComplete() bool {
 
 func (c *checked) OnComplete() {
 	out := outcomeOf(c.state.Load())
+	if out != Expired && c.timing == timingWheel && c.w.tw.Len() != 0 {
+		// detach has stopped the timer, or found it fired: a completed
+		// use's timeout left on the wheel holds the use until it fires.
+		c.w.fail(fmt.Sprintf("OnComplete (%v) with the use's timer still on the wheel", out))
+	}
 	c.record(func(u *useRecord) {
 		u.completes++
 		u.with = out
@@ -118,6 +125,8 @@ func (c *checked) Recycle() {
 // try passed, recycled once unless undone.
 func (c *checked) check(u *useRecord, g int) error {
 	switch {
+	case u.cancelled && !slices.ContainsFunc(c.w.keysOf[g], func(k string) bool { return slices.Contains(c.w.cancelKeys, k) }):
+		return fmt.Errorf("use %d ended Cancelled, yet no CancelForKey named a key it is watched under (%v): a stale entry ended it", g, c.w.keysOf[g])
 	case u.withdrawn:
 		if u.completes+u.recycles+u.expirations != 0 {
 			return fmt.Errorf("use %d, undone, ran its callbacks", g)
@@ -128,6 +137,8 @@ func (c *checked) check(u *useRecord, g int) error {
 		return fmt.Errorf("use %d: OnComplete ran %d times", g, u.completes)
 	case u.passed && u.with != Completed:
 		return fmt.Errorf("use %d: a try passed, yet it ended %v", g, u.with)
+	case u.forced && u.with != Forced && !(u.passed && u.with == Completed):
+		return fmt.Errorf("use %d: ForceComplete decided it, yet it ended %v with no try passed", g, u.with)
 	case (u.expirations == 1) != (u.with == Expired):
 		return fmt.Errorf("use %d: ended %v with %d OnExpirations", g, u.with, u.expirations)
 	}

@@ -30,11 +30,14 @@ const (
 	pAdvance                      // Advance to level 1
 	pShutdown                     // Shutdown
 	pShutdownDone                 // Shutdown with a context already done: it waits for nothing
+	pRepark                       // TryCompleteElsePark of use 1, once use 0 is recycled, then Parked.Wait
+	pFillers                      // ForceComplete of the scenario's fillers, one after the other
+	pPushCheck                    // an item pushed, then CheckAndComplete, which tries past a no
 	onB           pathKind = 0x80 // with a walk's kind: of key B, not A
 )
 
 var pathNames = [...]string{"add", "reuse", "check", "handoff", "push+handoff", "force", "context", "park",
-	"cancel", "forcekey", "close", "advance", "shutdown", "shutdown done"}
+	"cancel", "forcekey", "close", "advance", "shutdown", "shutdown done", "repark", "force fillers", "push+check"}
 
 // path makes path i of kind k in world w.
 func (w *cworld) path(i int, k pathKind, sc *cscenario) sched.Path {
@@ -45,7 +48,7 @@ func (w *cworld) path(i int, k pathKind, sc *cscenario) sched.Path {
 	k &^= onB
 	name := fmt.Sprintf("%d %s %s", i, pathNames[k], key)
 	p := sched.Path{Name: name, Run: func() { w.guard(func() { w.run(k, key, sc) }) }}
-	p.MayBlock = k == pReuse
+	p.MayBlock = k == pReuse || k == pRepark
 	return p
 }
 
@@ -66,16 +69,15 @@ func (w *cworld) run(k pathKind, key string, sc *cscenario) {
 	case pAdd:
 		w.add(sc)
 	case pReuse:
-		w.reuse(sc)
+		w.reuse(sc, w.add)
 	case pCheck:
 		p.CheckAndComplete(key)
 	case pHandOff:
 		p.HandOff(key)
-	case pPushHand:
-		w.items.Add(1)
-		p.HandOff(key)
+	case pPushHand, pPushCheck:
+		w.push(k, key)
 	case pForce:
-		ForceComplete(w.op)
+		w.force()
 	case pContext:
 		sc.cancel()
 	case pPark:
@@ -92,15 +94,52 @@ func (w *cworld) run(k pathKind, key string, sc *cscenario) {
 		p.Shutdown(context.Background())
 	case pShutdownDone:
 		w.shutdownDone()
+	case pRepark:
+		w.reuse(sc, w.park)
+	case pFillers:
+		w.forceFillers()
 	}
 }
 
-// reuse adds the operation again once it has been recycled.
-func (w *cworld) reuse(sc *cscenario) {
+// push pushes an item, then walks key as k says: HandOff stops at the
+// first try that says no, CheckAndComplete tries past it.
+func (w *cworld) push(k pathKind, key string) {
+	w.items.Add(1)
+	if k == pPushHand {
+		w.p.HandOff(key)
+		return
+	}
+	w.p.CheckAndComplete(key)
+}
+
+// forceFillers ends the scenario's fillers, one after the other: the
+// second drop makes the list mostly dead.
+func (w *cworld) forceFillers() {
+	for _, f := range w.fillers {
+		ForceComplete(f)
+	}
+}
+
+// force is ForceComplete of the operation: a use it says it decided must
+// end Forced, or Completed by a try that passed (checked.check).
+func (w *cworld) force() {
+	before := genOf(w.op.state.Load())
+	decided := ForceComplete(w.op)
+	if g := genOf(w.op.state.Load()); decided && g == before && g < 2 {
+		w.op.mu.Lock()
+		w.op.uses[g].forced = true
+		w.op.mu.Unlock()
+	}
+}
+
+// reuse passes the operation again, by add or park, once it has been
+// recycled.
+func (w *cworld) reuse(sc *cscenario, again func(*cscenario)) {
 	<-w.recycled
 	sched.At("woken") // by a Recycle, inside another's step: wait to be chosen
 	if !w.stopping.Load() {
-		w.add(sc)
+		w.second.Store(true)
+		again(sc)
 	}
 }
 
@@ -122,7 +161,15 @@ func (w *cworld) add(sc *cscenario) {
 		w.p.TryCompleteElseWatchAt(w.op, At(w.keys[0], w.level))
 		return
 	}
-	w.p.TryCompleteElseWatch(w.op, w.keys...)
+	w.p.TryCompleteElseWatch(w.op, w.useKeys()...)
+}
+
+// useKeys returns the keys the next use is watched under.
+func (w *cworld) useKeys() []string {
+	if w.second.Load() {
+		return w.keysOf[1]
+	}
+	return w.keysOf[0]
 }
 
 // undone records a use withdrawn by its add's panic, and lets the panic go on.
@@ -139,12 +186,15 @@ func (w *cworld) undone() {
 func (w *cworld) park(sc *cscenario) {
 	w.prepare(true, sc.ctx)
 	defer w.undone()
-	parked, done := w.p.TryCompleteElsePark(w.op, w.keys...)
+	parked, done := w.p.TryCompleteElsePark(w.op, w.useKeys()...)
 	if done {
 		return
 	}
 	g := parked.g
 	out := parked.Wait()
+	if out == Pending {
+		w.fail(fmt.Sprintf("use %d: Parked.Wait returned before the use ended (a token left by an earlier use?)", g))
+	}
 	w.op.mu.Lock()
 	w.op.uses[g].waited = out
 	w.op.mu.Unlock()

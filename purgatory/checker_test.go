@@ -39,6 +39,8 @@ type cscenario struct {
 	level   int64 // the add watches at this level (0: a plain watch)
 	locker  bool  // the operation has an Op.Locker, which its tries take
 	own     bool  // the purgatory makes its own wheel (New without WithTimingWheel)
+	fillers int   // operations watched under the first key before the paths start, which pFillers forces
+	reuseOnB bool // the second use is watched under the second key only
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -110,6 +112,8 @@ var cscenarios = []cscenario{
 	{name: "add, handoff, context (no timeout)", paths: ps(pAdd, pHandOff, pContext), keys: keyA, context: true},
 	{name: "park, handoff, force", paths: ps(pPark, pHandOff, pForce), keys: keyA, timed: true},
 	{name: "park, push+handoff, push+handoff", paths: ps(pPark, pPushHand, pPushHand), keys: keyA, timed: true, handOff: true},
+	{name: "push+handoff, park, repark", paths: ps(pPushHand, pPark, pRepark), keys: keyA, timed: true, handOff: true},
+	{name: "two watched before it; add, push+check, force those two (no timeout)", paths: ps(pAdd, pPushCheck, pFillers), keys: keyA, handOff: true, fillers: 2},
 	{name: "add, check, cancel", paths: ps(pAdd, pCheck, pCancel), keys: keyA, timed: true},
 	{name: "add, handoff, forcekey", paths: ps(pAdd, pHandOff, pForceKey), keys: keyA, timed: true},
 	{name: "add, check, close", paths: ps(pAdd, pCheck, pClose), keys: keyA, timed: true},
@@ -119,6 +123,7 @@ var cscenarios = []cscenario{
 	{name: "add, reuse, force, check", paths: ps(pAdd, pReuse, pForce, pCheck), keys: keyA, timed: true},
 	{name: "add A+B, handoff A, force", paths: ps(pAdd, pHandOff, pForce|onB), keys: keyAB, timed: true},
 	{name: "add A+B, push+handoff A, push+handoff B (no timeout)", paths: ps(pAdd, pPushHand, pPushHand|onB), keys: keyAB, handOff: true},
+	{name: "add A+B, reuse on B, cancel A", paths: ps(pAdd, pReuse, pCancel), keys: keyAB, timed: true, reuseOnB: true},
 	{name: "add A+B, check A, cancel B", paths: ps(pAdd, pCheck, pCancel|onB), keys: keyAB, timed: true},
 	{name: "add A+B, handoff B, close", paths: ps(pAdd, pHandOff|onB, pClose), keys: keyAB, timed: true},
 	{name: "add at a level, advance, check", paths: ps(pAdd, pAdvance, pCheck), keys: keyA, timed: true, level: 1},

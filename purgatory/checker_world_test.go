@@ -34,6 +34,11 @@ type cworld struct {
 
 	mu   sync.Mutex
 	errs []string // violations met inside the run, in order
+
+	fillers    []*filler   // watched before the paths start (cscenario.fillers)
+	keysOf     [2][]string // the keys each use is watched under
+	second     atomic.Bool // the reuse has begun: the next use is the second
+	cancelKeys []string    // the keys the scenario's CancelForKey paths cancel
 }
 
 // ctimeout is a timed use's timeout, and the clock's step.
@@ -59,8 +64,36 @@ func newWorld(t *testing.T, sc *cscenario) *cworld {
 		w.locker = new(sched.Mutex) // a checker's mutex: its holder may wait at a point
 	}
 	w.op = &checked{w: w}
+	w.keysOf = [2][]string{sc.keys, sc.keys}
+	if sc.reuseOnB {
+		w.keysOf[1] = sc.keys[1:]
+	}
+	for _, k := range sc.paths {
+		switch {
+		case k == pCancel:
+			w.cancelKeys = append(w.cancelKeys, sc.keys[0])
+		case k == pCancel|onB:
+			w.cancelKeys = append(w.cancelKeys, sc.keys[1])
+		}
+	}
+	for range sc.fillers {
+		f := &filler{}
+		f.Timeout = NoTimeout
+		w.fillers = append(w.fillers, f)
+		p.TryCompleteElseWatch(f, sc.keys[0])
+	}
 	return w
 }
+
+// filler is an operation watched before the checked one under its first
+// key, whose try always says no: it lengthens the list, so that a path
+// that forces fillers (pFillers) makes it mostly dead, and a drop compacts
+// it, while a walk may be reading it.
+type filler struct{ Op }
+
+func (*filler) TryComplete() bool { return false }
+func (*filler) OnComplete()       {}
+func (*filler) OnExpiration()     {}
 
 // fail records a violation met inside the run: Check reports the first.
 func (w *cworld) fail(msg string) {
@@ -134,6 +167,9 @@ func (w *cworld) final() error {
 		if g == int(genOf(s)) && !ended(s) {
 			if w.items.Load() > 0 && w.hands {
 				return fmt.Errorf("use %d waits while %d items wait for it: a hand-off lost", g, w.items.Load())
+			}
+			if w.op.uses[g].forced {
+				return fmt.Errorf("use %d: ForceComplete decided it, yet it never ended", g)
 			}
 			continue // a use with no timeout, not ended: Stop closes it
 		}

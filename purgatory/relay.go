@@ -1,5 +1,7 @@
 package purgatory
 
+import "github.com/purgatory-go/purgatory/internal/sched"
+
 // The relay: a claim (a timeout, ForceComplete, a context, Close,
 // CancelForKey, ForceCompleteForKey) that finds a solo use leaves its
 // outcome on it and relays the use to the walk of its key that may be
@@ -44,8 +46,9 @@ package purgatory
 // and of 3's look and 2's take, one sees the other.
 func (o *Op) relay(impl Operation, g gen) {
 	defer o.unpin(relayBit) // set by the claim; the use may be over after this
-	l := o.first            // the use's one list; its detach may read it meanwhile, and leaves it (Op.detach)
-	if l.walked() {         // 4
+	sched.At("relay reads first")
+	l := o.first    // the use's one list; its detach may read it meanwhile, and leaves it (Op.detach)
+	if l.walked() { // 4
 		applyRelayed(l.queueRelay(entry{impl, o, g})) // none, unless the walk let go meanwhile
 		return
 	}
