@@ -615,12 +615,6 @@ func (o *Op) unpin(pin int64) {
 	}
 }
 
-// step is walkStep for the entry of use g, with the state it read.
-func (o *Op) step(g gen) (step, int64) {
-	s := o.load()
-	return walkStep(s, g), s
-}
-
 // lockedIn reports whether a use in state s takes Op.Locker for its tries.
 func lockedIn(s int64) bool { return s&lockerBit != 0 }
 

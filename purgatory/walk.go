@@ -236,7 +236,8 @@ func (w *tryWalk[K]) tryEach() {
 		e := w.ops[w.next]
 		w.next++
 		var no bool
-		if st, s := e.op.step(e.gen); st != stepSolo {
+		s := e.op.load() // not a method of Op's that returns both: it would not inline
+		if st := walkStep(s, e.gen); st != stepSolo {
 			no = w.try(e, st)
 		} else if lockedIn(s) {
 			no = w.trySolo(e, e.op.runTryLocked(e.impl))
