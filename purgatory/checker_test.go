@@ -29,18 +29,18 @@ import (
 
 // cscenario is a purgatory scenario: its paths, and what its operation does.
 type cscenario struct {
-	name    string
-	paths   []pathKind
-	keys    []string
-	timed   bool  // the operation has a timeout (the clock moves by it)
-	context bool  // the operation has a context, which a path may cancel
-	handOff bool  // tries take items (hand-offs); else they answer each way the checker chooses
-	panics  bool  // a try may panic too
-	level   int64 // the add watches at this level (0: a plain watch)
-	locker  bool  // the operation has an Op.Locker, which its tries take
-	own     bool  // the purgatory makes its own wheel (New without WithTimingWheel)
-	fillers int   // operations watched under the first key before the paths start, which pFillers forces
-	reuseOnB bool // the second use is watched under the second key only
+	name     string
+	paths    []pathKind
+	keys     []string
+	timed    bool  // the operation has a timeout (the clock moves by it)
+	context  bool  // the operation has a context, which a path may cancel
+	handOff  bool  // tries take items (hand-offs); else they answer each way the checker chooses
+	panics   bool  // a try may panic too
+	level    int64 // the add watches at this level (0: a plain watch)
+	locker   bool  // the operation has an Op.Locker, which its tries take
+	own      bool  // the purgatory makes its own wheel (New without WithTimingWheel)
+	fillers  int   // operations watched under the first key before the paths start, which pFillers forces
+	reuseOnB bool  // the second use is watched under the second key only
 
 	ctx    context.Context
 	cancel context.CancelFunc
