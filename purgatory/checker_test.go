@@ -4,7 +4,6 @@ package purgatory
 
 import (
 	"context"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -80,14 +79,7 @@ func (sc cscenario) scenario() sched.Scenario {
 // few at a bound of 1, the README's test command's share; CI's checker step
 // runs them all at 2 without -race.
 func TestEveryInterleaving(t *testing.T) {
-	all := cscenarios
-	if os.Getenv("PURGATORY_LONG") == "1" {
-		all = append(all[:len(all):len(all)], longScenarios...)
-	}
-	for i, sc := range all {
-		if !sched.Mine(i) || raceEnabled && !underRace[sc.name] {
-			continue
-		}
+	for _, sc := range sched.Scenarios(cscenarios, longScenarios, func(sc cscenario) string { return sc.name }, underRace) {
 		t.Run(sc.name, func(t *testing.T) { sched.Check(t, sc.scenario(), len(sc.paths)) })
 	}
 }

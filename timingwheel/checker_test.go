@@ -5,7 +5,6 @@ package timingwheel
 import (
 	"context"
 	"math"
-	"os"
 	"runtime"
 	"testing"
 	"time"
@@ -206,14 +205,7 @@ var wscenarios = []wscenario{
 // (sched.Bound); under -race, underRace's at a bound of 1, the README's test
 // command's share.
 func TestEveryInterleaving(t *testing.T) {
-	all := wscenarios
-	if os.Getenv("PURGATORY_LONG") == "1" {
-		all = append(all[:len(all):len(all)], longWheel...)
-	}
-	for i, sc := range all {
-		if !sched.Mine(i) || raceEnabled && !underRace[sc.name] {
-			continue
-		}
+	for _, sc := range sched.Scenarios(wscenarios, longWheel, func(sc wscenario) string { return sc.name }, underRace) {
 		t.Run(sc.name, func(t *testing.T) { sched.Check(t, sc.scenario(), len(sc.paths)) })
 	}
 }

@@ -44,3 +44,39 @@ func TestStopDrainsADrainer(t *testing.T) {
 	require.EqualValues(t, 1, plain.drained.Load(), "a Reset refused by the stopped wheel tells its Drainer")
 	require.Zero(t, pending.fired.Load()+stopped.fired.Load()+plain.fired.Load())
 }
+
+// panickyDrainer is a Drainer whose Drain panics.
+type panickyDrainer struct{ drainer }
+
+func (p *panickyDrainer) Drain() { p.drained.Add(1); panic("drain") }
+
+// A Drain that panics is a call into user code like any other: the panic
+// reaches the goroutine of the Stop or of the Reset, the wheel's locks are
+// not held, every other Drainer is still told, and the AfterStop functions
+// still start.
+func TestDrainPanics(t *testing.T) {
+	tw, err := timingwheel.New()
+	require.NoError(t, err)
+	var bad panickyDrainer
+	var good drainer
+	var tb, tg, tg2 timingwheel.Timer
+	tw.InitTimer(&tb, &bad)
+	tw.InitTimer(&tg, &good)
+	tw.InitTimer(&tg2, &good)
+	tg2.Reset(30 * time.Minute) // one told before the panic, whatever the order
+	tb.Reset(time.Hour)
+	tg.Reset(2 * time.Hour) // and one after it
+	hooked := make(chan struct{})
+	tw.AfterStop(func() { close(hooked) })
+	require.PanicsWithValue(t, "drain", func() { tw.Stop() })
+	require.EqualValues(t, 1, bad.drained.Load())
+	require.EqualValues(t, 2, good.drained.Load(), "the other Drainers are told all the same")
+	<-hooked // the AfterStop function started
+	require.Zero(t, tw.Len())
+
+	require.PanicsWithValue(t, "drain", func() { tb.Reset(time.Millisecond) }, "a refused Reset tells the Drainer on its caller's goroutine")
+	require.EqualValues(t, 2, bad.drained.Load())
+	require.False(t, tg.Reset(time.Millisecond), "no lock is left held: the next Reset is refused, not stuck")
+	require.EqualValues(t, 3, good.drained.Load())
+	require.Empty(t, tw.Stop(), "a second Stop hands back nothing")
+}

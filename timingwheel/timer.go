@@ -109,7 +109,8 @@ type Handler interface {
 // AfterFunc) that a stopped wheel refuses calls it for the timer refused.
 // Drain runs once for each arming that will not fire, with no lock of the
 // wheel held, on the goroutine of the Stop or the Reset; it must not block,
-// and a panic in it reaches that goroutine. A purgatory's operations hold
+// and a panic in it reaches that goroutine: Stop's once every other Drainer
+// has been told and the AfterStop functions have started. A purgatory's operations hold
 // their timeouts with one, so that an operation whose timeout a stopped
 // wheel dropped still lets go of it.
 type Drainer interface {

@@ -244,10 +244,12 @@ func (tw *TimingWheel) Stop() (pending []func()) {
 	tw.afterStop = nil
 	tw.inflight.Add(len(hooks))
 	tw.mu.Unlock()
+	defer func() { // also when a Drain panics
+		for f := range hooks {
+			go tw.runAfterStop(*f)
+		}
+	}()
 	left.settle()
-	for f := range hooks {
-		go tw.runAfterStop(*f)
-	}
 	return left.pending
 }
 
@@ -275,13 +277,29 @@ func (l *leftover) sort(t *timer) {
 	}
 }
 
+// settle fires the contexts' expiries and drains the Drainers. A Drain
+// that panics does not keep the others from being told: the first panic
+// goes on once every one has been.
 func (l *leftover) settle() {
 	for _, t := range l.keep {
 		t.h.Fire() // a context's expire: it moves the deadline to a runtime timer
 	}
+	var first any
 	for _, d := range l.drained {
-		d.Drain()
+		if r := drainRecovering(d); r != nil && first == nil {
+			first = r
+		}
 	}
+	if first != nil {
+		panic(first)
+	}
+}
+
+// drainRecovering tells d and returns what its Drain panicked with, if it did.
+func drainRecovering(d Drainer) (r any) {
+	defer func() { r = recover() }()
+	d.Drain()
+	return nil
 }
 
 // AfterStop arranges to call f in its own goroutine once the wheel is

@@ -63,9 +63,27 @@ func seedAndRuns() (uint64, int) {
 	return seed, runs
 }
 
-// Mine reports whether the i-th scenario is this process's to run, when
-// PURGATORY_CHECK_SHARD ("k/n") splits them among n processes.
-func Mine(i int) bool {
+// Scenarios returns the scenarios this process runs, in order: short, and
+// with PURGATORY_LONG=1 long too, less those another process runs when
+// PURGATORY_CHECK_SHARD ("k/n") splits them among n; under the race
+// detector, only those underRace names (a checker's goroutines run one at
+// a time, so the detector sees little, at ten times the time).
+func Scenarios[S any](short, long []S, name func(S) string, underRace map[string]bool) []S {
+	all := short
+	if os.Getenv("PURGATORY_LONG") == "1" {
+		all = append(all[:len(all):len(all)], long...)
+	}
+	var mine []S
+	for i, sc := range all {
+		if inShard(i) && (!race || underRace[name(sc)]) {
+			mine = append(mine, sc)
+		}
+	}
+	return mine
+}
+
+// inShard reports whether the i-th scenario is this process's to run.
+func inShard(i int) bool {
 	k, n, ok := strings.Cut(os.Getenv("PURGATORY_CHECK_SHARD"), "/")
 	if !ok {
 		return true

@@ -1,6 +1,0 @@
-//go:build !race && purgatorycheck
-
-package timingwheel
-
-// raceEnabled: see race_on_test.go.
-const raceEnabled = false
