@@ -219,5 +219,5 @@ var longWheel = []wscenario{
 }
 
 // underRace are the scenarios the README's go test -race runs: the driver's
-// bring-forward and the wheel's Stop (see race_on_test.go).
+// bring-forward and the wheel's Stop (see sched.Scenarios).
 var underRace = map[string]bool{"arm later, arm sooner: the sleep brought forward": true, "arm, stop the wheel": true}
