@@ -29,7 +29,9 @@ import (
 // lasts longer than asked where the runtime's sleeps are coarse (about 1 ms
 // on the 2-core Linux machines here), the same for every system.
 //
-// Systems: purgatory, the pool recipe of docs/api.md in the parked form
+// Systems: recipe, docs/api.md's pool as it prints it (w10recipe.go: its
+// acquires pooled and put back once Wait returns); purgatory, the same pool
+// in the parked form
 // (TryCompleteElsePark under the pool's mutex, Parked.Wait after it;
 // Release pushes and hands off under the mutex), its operations reused
 // through a sync.Pool (Recycler); purgatory-wheel, the same with the
@@ -44,7 +46,7 @@ import (
 // (held twice) and, at the end, connections neither idle nor held (lost); an
 // overtake is an acquire that got a connection before one that began
 // earlier and got one later.
-var w10Systems = []string{"purgatory", "purgatory-wheel", "channel", "semaphore"}
+var w10Systems = []string{"recipe", "purgatory", "purgatory-wheel", "channel", "semaphore"}
 
 const w10Conns = 10
 
@@ -83,6 +85,16 @@ func newW10Pool(name string) (w10Pool, error) {
 		pool := &w10Purgatory{idleConns: conns, p: p, wheel: name == "purgatory-wheel"}
 		pool.ops.New = func() any { return &w10Acquire{pool: pool} }
 		return pool, nil
+	case "recipe":
+		p, err := purgatory.New[string]("w10")
+		if err != nil {
+			return nil, err
+		}
+		r := &w10Recipe{pool: &Pool{acquires: p}, conns: conns}
+		for i := range conns {
+			r.pool.idle = append(r.pool.idle, &Conn{ID: i})
+		}
+		return r, nil
 	case "channel":
 		ch := make(chan *w10Conn, w10Conns)
 		for _, c := range conns {
@@ -161,6 +173,36 @@ func (p *w10Purgatory) idle() int {
 }
 
 func (p *w10Purgatory) close() { p.p.Close() }
+
+// w10Recipe runs docs/api.md's Pool (w10recipe.go), its Conn IDs indexing
+// the W10 connections that count holds.
+type w10Recipe struct {
+	pool  *Pool
+	conns []*w10Conn
+	held  [w10Conns]*Conn // the recipe's Conn of each W10 connection lent
+}
+
+func (r *w10Recipe) acquire(_ *w10Goroutine, timeout time.Duration) *w10Conn {
+	c, _ := r.pool.Acquire(context.Background(), timeout)
+	if c == nil {
+		return nil
+	}
+	r.held[c.ID] = c // only its holder writes it, until it releases c
+	return r.conns[c.ID]
+}
+
+func (r *w10Recipe) release(c *w10Conn) {
+	i := slices.Index(r.conns, c)
+	r.pool.Release(r.held[i])
+}
+
+func (r *w10Recipe) idle() int {
+	r.pool.mu.Lock()
+	defer r.pool.mu.Unlock()
+	return len(r.pool.idle)
+}
+
+func (r *w10Recipe) close() { r.pool.acquires.Close() }
 
 // w10Channel is a buffered channel of connections.
 type w10Channel struct{ ch chan *w10Conn }

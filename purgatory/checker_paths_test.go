@@ -186,16 +186,37 @@ func (w *cworld) undone() {
 func (w *cworld) park(sc *cscenario) {
 	w.prepare(true, sc.ctx)
 	defer w.undone()
+	var g gen // use 0, or use 1 once use 0 is recycled (pRepark)
+	if w.second.Load() {
+		g = 1
+	}
 	parked, done := w.p.TryCompleteElsePark(w.op, w.useKeys()...)
 	if done {
+		w.mustBeOver(g, "TryCompleteElsePark returned true")
 		return
 	}
-	g := parked.g
+	bound := parked.o != nil // else ForceComplete ended the operation before it was ever added: no use to recycle
 	out := parked.Wait()
 	if out == Pending {
 		w.fail(fmt.Sprintf("use %d: Parked.Wait returned before the use ended (a token left by an earlier use?)", g))
 	}
+	if bound {
+		w.mustBeOver(g, "Parked.Wait returned")
+	}
 	w.op.mu.Lock()
 	w.op.uses[g].waited = out
 	w.op.mu.Unlock()
+}
+
+// mustBeOver checks that parked use g has been recycled, so is over, when its
+// TryCompleteElsePark or Wait has returned (park.go, rule 6): its operation
+// is the caller's to pass again. (Its state may be the next use's already:
+// pRepark passes it again once it is recycled.)
+func (w *cworld) mustBeOver(g gen, when string) {
+	w.op.mu.Lock()
+	recycled := w.op.uses[g].recycles
+	w.op.mu.Unlock()
+	if recycled != 1 {
+		w.fail(fmt.Sprintf("use %d: %s before the use was over: Recycle ran %d times", g, when, recycled))
+	}
 }

@@ -303,14 +303,17 @@ func (o *Op) complete(impl Operation, outcome Outcome) {
 }
 
 // finish is complete's last step, once the callbacks have returned or
-// panicked: the token of a parked use for its waiter (park.go), then the
-// ending pin and the pins detach ended go: one deferred call, for a second
-// would cost every add+complete.
+// panicked: the ending pin and the pins detach ended go, then the token of a
+// parked use for its waiter (park.go, rule 2): one deferred call, for a second
+// would cost every add+complete. The token comes last so that the waiter,
+// which holds its own pin until it has the token, is mostly the one that
+// makes the use over, and recycles it without a second wake-up (rule 6).
 func (o *Op) finish(pins int64) {
-	if m := o.more; m != nil && m.park != nil {
-		m.park.endedUse(o.gen())
-	}
+	g, pk := o.gen(), o.parked() // before the unpin: once over, the operation may be bound again
 	o.unpin(pins)
+	if pk != nil {
+		pk.endedUse(g)
+	}
 }
 
 func callbacks(impl Operation, outcome Outcome) {

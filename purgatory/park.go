@@ -31,7 +31,10 @@ import (
 //     already set, and records its generation in the operation's parking
 //     before the use can end (the add holds the try bit until its last
 //     settle). So the use is not over, and the operation not recycled or
-//     used again, until the waiter lets go of that pin, last.
+//     used again, until the waiter lets go of that pin, last. If the first
+//     try passes, the use ends on the waiter's own goroutine, which takes
+//     the generation back at once (passedAtOnce) rather than send itself a
+//     token: no other path can end the use while the try bit is held.
 //  2. complete, whoever runs it, takes the recorded generation (a
 //     compare-and-swap from g+1 to none) after the use's callbacks have
 //     returned, and if it took it, sends one token on the parking's
@@ -49,6 +52,17 @@ import (
 //     outlives its use, and the next use's waiter never sees one.
 //  5. Nothing is armed on the wheel, so detach finds the pin but no timer to
 //     stop, and leaves the pin to the waiter.
+//  6. The use is over, and recycled, before Wait returns, so the operation
+//     may be passed again from the moment Wait returns (or from Recycle).
+//     Before the waiter lets go of its pin it records the generation once
+//     more; if its unpin makes the use over, it takes the generation back
+//     and recycles the use itself. Otherwise another pin is still held (the
+//     relay's, whose claim relayed the use to a walk that ended it), and
+//     the unpin that makes the use over takes the generation (handOver)
+//     and, instead of recycling, sends the waiter a token, on which the
+//     waiter recycles. complete sends rule 2's token after it lets go of
+//     its own pin, so a use ended by another goroutine mostly costs its
+//     waiter one wake-up, not two.
 
 // parking is an operation's place to be waited for on its waiter's own
 // goroutine: made at its first TryCompleteElsePark, kept for its later uses.
@@ -61,6 +75,49 @@ type parking struct {
 	// timer is the waiter's timeout, a runtime timer reused by each use;
 	// only the waiter of the current use touches it.
 	timer *time.Timer
+	// over is the use's state once over, handed to the waiter with rule 6's
+	// token (the channel orders it).
+	over int64
+	// own is set by passedAtOnce (rule 1) and read and cleared by the
+	// waiter's leave, both on the waiter's goroutine.
+	own bool
+}
+
+// passedAtOnce is rule 1's shortcut, for the add whose first try passed,
+// which holds the try bit: it takes the use back, so that complete sends no
+// token, and tells TryCompleteElsePark's leave so (the add runs on the
+// waiter's goroutine: that is the only goroutine that reads own).
+func (pk *parking) passedAtOnce(o *Op) {
+	pk.own = pk.casUse(o.gen())
+}
+
+// parkedIf returns the operation's parking if parked, else nil.
+func (o *Op) parkedIf(parked bool) *parking {
+	if parked {
+		return o.more.park
+	}
+	return nil
+}
+
+// parked returns the operation's parking, nil if it was never parked. Read
+// it while the use is not over: a later use's owner may make it.
+func (o *Op) parked() *parking {
+	if m := o.more; m != nil {
+		return m.park
+	}
+	return nil
+}
+
+// handOver is rule 6 for the unpin that made a use over in state s: if the
+// use's waiter waits to recycle it, it wakes the waiter with the state and
+// reports true.
+func (pk *parking) handOver(s int64) bool {
+	if pk.use.Load() == 0 || !pk.casUse(genOf(s)) { // the load first: most uses are not parked
+		return false
+	}
+	pk.over = s
+	pk.ended <- struct{}{} // empty: the waiter took rule 2's token
+	return true
 }
 
 // endedUse is complete's rule 2, for use g.
@@ -80,13 +137,21 @@ func (pk *parking) casUse(g gen) bool {
 // leave is the waiter's rule 4 for use g; token tells whether the waiter has
 // the token already, timed whether it armed the timer for this use.
 func (pk *parking) leave(o *Op, g gen, token, timed bool) {
+	token, pk.own = token || pk.own, false
 	if !token && !pk.casUse(g) {
 		<-pk.ended // complete took the use: its token is sent or about to be
 	}
 	if timed {
 		pk.timer.Stop()
 	}
-	o.unpin(armedBit)
+	pk.park(g) // rule 6
+	if s := o.unpinned(armedBit); over(s) {
+		pk.casUse(g) // it cannot fail: only the unpin that makes a use over takes it
+		o.recycleHere(s)
+		return
+	}
+	<-pk.ended // another pin's holder makes the use over, and hands it back
+	o.recycleHere(pk.over)
 }
 
 // Parked is a use of an operation added with [Purgatory.TryCompleteElsePark],
@@ -124,9 +189,16 @@ type Parked struct {
 // WithManualClock does not drive these waits.
 // Everything else is TryCompleteElseWatch's: the Timeout rules (zero
 // panics unless Context has a deadline; negative is a deadline already
-// passed; NoTimeout), Shed, Close, the misuses that panic, and reuse:
-// the operation may be passed again once its Recycle has run, which for a
-// parked use is, at the latest, in Wait.
+// passed; NoTimeout), Shed, Close, and the misuses that panic.
+//
+// Reuse is simpler than TryCompleteElseWatch's: a parked use is over, and
+// recycled, once Wait has returned (or TryCompleteElsePark returned true), so
+// the goroutine that waited owns the operation again and may pass it again,
+// or put it back in a pool of its own, with no Recycle: read what the use
+// produced, then Put. If it is a [Recycler], its Recycle runs on that
+// goroutine before Wait (or TryCompleteElsePark) returns; a Recycle that
+// puts it in a pool makes it another goroutine's from then, so read what the
+// use produced in OnComplete instead.
 func (p *Purgatory[K]) TryCompleteElsePark(op Operation, keys ...K) (_ Parked, done bool) {
 	p.mustBeNew()
 	o := opOf(op, "TryCompleteElsePark")
@@ -186,15 +258,11 @@ func (o *Op) parking() *parking {
 // the use ended and counted all the same (Stats.Panics does not count it,
 // as it counts no panic on the caller's own goroutine). Whoever else ends
 // the use runs them on its own goroutine, and Wait returns after they have
-// returned. Recycle runs here if this is the last part of the use to
-// finish. Close ends a parked use Closed, and its Wait returns; Shutdown
-// does not wait for callbacks that run in Wait, on no goroutine of the
-// library's.
-//
-// An operation that is a Recycler may be recycled, and passed again by
-// another goroutine, before Wait returns: copy what the use produced (the
-// item taken) out in OnComplete, which returns before Wait does, rather than
-// read it from the operation after Wait.
+// returned. When Wait returns, the use is over: nothing of it runs any more,
+// a Recycler's Recycle has run, on this goroutine, and the operation is the
+// caller's to pass again or to pool (TryCompleteElsePark). Close ends a parked
+// use Closed, and its Wait returns; Shutdown does not wait for callbacks that
+// run in Wait, on no goroutine of the library's.
 //
 // These expiries are counted as the wheel's are (Stats, the purgatory's
 // operation-duration histogram), but they are no timer of the wheel: the

@@ -319,9 +319,7 @@ func TestParkedUnderFire(t *testing.T) {
 					out := parked.Wait()
 					live.Delete(op)
 					cancel()
-					for op.Recycled.Load() == 0 { // the path that ended it may let go last
-						time.Sleep(time.Microsecond)
-					}
+					require.EqualValues(t, 1, op.Recycled.Load(), "recycled once Wait has returned (park.go, rule 6)")
 					outcomes[out].Add(1)
 					if out == purgatory.Cancelled {
 						require.Zero(t, op.Completed.Load())

@@ -23,6 +23,7 @@ type Purgatory[K comparable] struct {
 	core        core // settings and counters, which each operation reaches too
 	closed      atomic.Bool
 	swept       chan struct{} // closed when Close's sweep has ended every operation
+	waiters     waiters       // Wait's operations, recycled
 }
 
 // New returns a Purgatory named name: the metrics package labels its series
@@ -129,13 +130,13 @@ func (p *Purgatory[K]) add(op Operation, o *Op, w *watches[K], parked func(gen))
 	if parked != nil {
 		parked(g) // the try bit is held: the use cannot end before this
 	}
-	return p.tryElseWatch(op, o, w, parked == nil)
+	return p.tryElseWatch(op, o, w, o.parkedIf(parked != nil))
 }
 
 // tryElseWatch is add's from bind, which left the try bit held, to its last
 // settle: a try, the watch, a try again, arming the timeout and the
-// context (if arm: not for a parked use), and conclude.
-func (p *Purgatory[K]) tryElseWatch(op Operation, o *Op, w *watches[K], arm bool) bool {
+// context (not for a parked use, pk its parking), and conclude.
+func (p *Purgatory[K]) tryElseWatch(op Operation, o *Op, w *watches[K], pk *parking) bool {
 	try := firstTries{o: o, impl: op, held: true} // no other try of o runs until try.conclude
 	defer try.undo()                              // if TryComplete panics
 	if p.isClosed() {
@@ -143,6 +144,9 @@ func (p *Purgatory[K]) tryElseWatch(op Operation, o *Op, w *watches[K], arm bool
 		return false
 	}
 	ok := try.try()
+	if ok && pk != nil {
+		pk.passedAtOnce(o) // park.go, rule 1
+	}
 	if !ok && p.overBound() {
 		try.giveUp(Shed) // rather than park it: tried, unwatched, no timeout
 		return false
@@ -150,7 +154,7 @@ func (p *Purgatory[K]) tryElseWatch(op Operation, o *Op, w *watches[K], arm bool
 	solo := false
 	if !ok {
 		solo = w.link(&p.watchers, o) == 1 // from now on, only its key's walk tries it
-		if ok = try.try(); !ok && !o.decided() && arm {
+		if ok = try.try(); !ok && !o.decided() && pk == nil {
 			o.arm()
 		}
 	}

@@ -603,14 +603,19 @@ func (o *Op) pin(pin int64) bool {
 // unpin clears pin, which the caller set or inherited, and recycles the use
 // if that leaves it over.
 func (o *Op) unpin(pin int64) {
+	if next := o.unpinned(pin); over(next) {
+		o.recycle(next)
+	}
+}
+
+// unpinned clears pin, as unpin, and returns the state it left, for the
+// caller to recycle if it is over.
+func (o *Op) unpinned(pin int64) int64 {
 	for {
 		s := o.load()
 		next := unpinMove(s, pin)
 		if o.cas(s, next) {
-			if over(next) {
-				o.recycle(next)
-			}
-			return
+			return next
 		}
 	}
 }
@@ -621,9 +626,19 @@ func lockedIn(s int64) bool { return s&lockerBit != 0 }
 // relayedIn reports whether a walking word w has uses handed to its walk.
 func relayedIn(w walkWord) bool { return w&listRelayed != 0 }
 
-// recycle ends a use the purgatory is done with: its Recycle runs, if the
-// operation is a Recycler and the use was a real one (not withdrawn).
+// recycle ends a use the purgatory is done with, s its state once over: its
+// Recycle runs, if the operation is a Recycler and the use was a real one
+// (not withdrawn), unless its parked waiter waits to run it (park.go, rule
+// 6), which it then wakes.
 func (o *Op) recycle(s int64) {
+	if pk := o.parked(); pk != nil && pk.handOver(s) {
+		return
+	}
+	o.recycleHere(s)
+}
+
+// recycleHere is recycle on the caller's goroutine.
+func (o *Op) recycleHere(s int64) {
 	if s&recyclerBit != 0 && outcomeOf(s) != withdrawn {
 		o.impl.(Recycler).Recycle()
 	}

@@ -2,6 +2,7 @@ package purgatory
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
@@ -53,8 +54,8 @@ func (p *Purgatory[K]) Wait(ctx context.Context, timeout time.Duration, ready fu
 	case timeout <= 0:
 		return p.poll(ready)
 	}
-	w := &waiter{ready: ready}
-	w.Timeout, w.Context = timeout, ctx
+	w := p.waiters.get()
+	w.ready, w.Timeout, w.Context = ready, timeout, ctx
 	parked, done := p.TryCompleteElsePark(w, keys...)
 	if done {
 		return Completed
@@ -73,12 +74,34 @@ func (p *Purgatory[K]) poll(ready func() bool) Outcome {
 	return Expired
 }
 
-// waiter is Wait's operation, parked: Parked.Wait waits for it.
+// waiter is Wait's operation, parked: Parked.Wait waits for it. Waiters are
+// pooled per purgatory (an operation's later uses go to the purgatory of its
+// first), with their parking, its channel and its timer, so that a Wait
+// allocates nothing once the pool holds one for it.
 type waiter struct {
 	Op
 	ready func() bool
+	pool  *waiters
 }
 
 func (w *waiter) TryComplete() bool { return w.ready() }
 func (w *waiter) OnComplete()       {}
 func (w *waiter) OnExpiration()     {}
+
+// Recycle puts w back in its pool: the purgatory is done with its use, which
+// is, at the latest, when Parked.Wait lets go of it. A use withdrawn because
+// ready panicked is never recycled, and its waiter is left to the collector.
+func (w *waiter) Recycle() {
+	w.ready, w.Context = nil, nil // hold neither the caller's closure nor its context
+	w.pool.Put(w)
+}
+
+// waiters is a purgatory's pool of Wait's operations.
+type waiters struct{ sync.Pool }
+
+func (ws *waiters) get() *waiter {
+	if w, ok := ws.Get().(*waiter); ok {
+		return w
+	}
+	return &waiter{pool: ws}
+}
