@@ -190,7 +190,13 @@ func (w *cworld) park(sc *cscenario) {
 	if w.second.Load() {
 		g = 1
 	}
-	parked, done := w.p.TryCompleteElsePark(w.op, w.useKeys()...)
+	var parked Parked
+	var done bool
+	if w.level != 0 {
+		parked, done = w.p.TryCompleteElseParkAt(w.op, At(w.keys[0], w.level))
+	} else {
+		parked, done = w.p.TryCompleteElsePark(w.op, w.useKeys()...)
+	}
 	if done {
 		w.mustBeOver(g, "TryCompleteElsePark returned true")
 		return

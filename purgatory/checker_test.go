@@ -121,6 +121,7 @@ var cscenarios = []cscenario{
 	{name: "add at a level, advance, check", paths: ps(pAdd, pAdvance, pCheck), keys: keyA, timed: true, level: 1},
 	{name: "add at a level, advance, handoff, force", paths: ps(pAdd, pAdvance, pHandOff, pForce), keys: keyA, level: 1},
 	{name: "add at a level, advance, cancel", paths: ps(pAdd, pAdvance, pCancel), keys: keyA, timed: true, level: 1},
+	{name: "park at a level, advance, force", paths: ps(pPark, pAdvance, pForce), keys: keyA, timed: true, level: 1},
 	{name: "add, check, force; tries panic", paths: ps(pAdd, pCheck, pForce), keys: keyA, timed: true, panics: true},
 	{name: "add, handoff, check; tries panic", paths: ps(pAdd, pHandOff, pCheck), keys: keyA, timed: true, panics: true},
 	{name: "park, handoff, force; tries panic", paths: ps(pPark, pHandOff, pForce), keys: keyA, timed: true, panics: true},

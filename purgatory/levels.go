@@ -87,10 +87,15 @@ func (p *Purgatory[K]) TryCompleteElseWatchAt(op Operation, at ...Level[K]) bool
 	if len(at) == 0 {
 		panic("purgatory: TryCompleteElseWatchAt called with no levels; an operation must be watched under at least one key")
 	}
-	if p.watchers.mayPanic {
+	p.watchers.mustHashLevels(at)
+	return p.add(op, o, &watches[K]{at: at}, nil)
+}
+
+// mustHashLevels is mustHashKeys for the keys of at.
+func (s *shards[K]) mustHashLevels(at []Level[K]) {
+	if s.mayPanic {
 		for _, a := range at {
-			p.watchers.hashes(a.Key)
+			s.hashes(a.Key)
 		}
 	}
-	return p.add(op, o, &watches[K]{at: at}, nil)
 }

@@ -206,6 +206,31 @@ func (p *Purgatory[K]) TryCompleteElsePark(op Operation, keys ...K) (_ Parked, d
 		panic("purgatory: TryCompleteElsePark called with no keys; an operation must be watched under at least one")
 	}
 	p.watchers.mustHashKeys(keys)
+	return p.park(op, o, &watches[K]{keys: keys})
+}
+
+// TryCompleteElseParkAt is [Purgatory.TryCompleteElsePark] for an operation
+// that waits until each of its keys reaches a level, as
+// [Purgatory.TryCompleteElseWatchAt] watches one: it is tried on a key's
+// account only once Advance reports the key at or past its level (or by
+// CheckAndComplete, whatever the level), and its waiter times itself, so
+// its timeout is as punctual as Wait's. Everything else is
+// TryCompleteElsePark's (call it under the lock that guards what TryComplete
+// reads, then Wait) and TryCompleteElseWatchAt's (a key given twice is
+// watched once, at the lower level).
+func (p *Purgatory[K]) TryCompleteElseParkAt(op Operation, at ...Level[K]) (_ Parked, done bool) {
+	p.mustBeNew()
+	o := opOf(op, "TryCompleteElseParkAt")
+	if len(at) == 0 {
+		panic("purgatory: TryCompleteElseParkAt called with no levels; an operation must be watched under at least one key")
+	}
+	p.watchers.mustHashLevels(at)
+	return p.park(op, o, &watches[K]{at: at})
+}
+
+// park is TryCompleteElsePark's and TryCompleteElseParkAt's, once their
+// arguments are checked.
+func (p *Purgatory[K]) park(op Operation, o *Op, ws *watches[K]) (_ Parked, done bool) {
 	pk := o.parking()
 	var g gen
 	bound, returned := false, false
@@ -214,7 +239,7 @@ func (p *Purgatory[K]) TryCompleteElsePark(op Operation, keys ...K) (_ Parked, d
 			pk.leave(o, g, false, false)
 		}
 	}()
-	done = p.add(op, o, &watches[K]{keys: keys}, func(bg gen) { g, bound = bg, true; pk.park(bg) })
+	done = p.add(op, o, ws, func(bg gen) { g, bound = bg, true; pk.park(bg) })
 	returned = true
 	switch {
 	case done:

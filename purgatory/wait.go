@@ -43,15 +43,10 @@ import (
 // [NoTimeout] waits for ready or ctx only. A nil ctx or ready, or no keys, is
 // a misuse and panics.
 func (p *Purgatory[K]) Wait(ctx context.Context, timeout time.Duration, ready func() bool, keys ...K) Outcome {
-	p.mustBeNew()
-	switch {
-	case ctx == nil:
-		panic("purgatory: Wait called with a nil Context; pass the request's context (r.Context()) or context.Background()")
-	case ready == nil:
-		panic("purgatory: Wait called with a nil ready func")
-	case len(keys) == 0:
+	if p.mustWait("Wait", ctx, ready, len(keys) == 0) {
 		panic("purgatory: Wait called with no keys; pass the keys whose CheckAndComplete or HandOff should try ready (a job's ID, say)")
-	case timeout <= 0:
+	}
+	if timeout <= 0 {
 		return p.poll(ready)
 	}
 	w := p.waiters.get()
@@ -61,6 +56,44 @@ func (p *Purgatory[K]) Wait(ctx context.Context, timeout time.Duration, ready fu
 		return Completed
 	}
 	return parked.Wait()
+}
+
+// WaitAt is [Purgatory.Wait] for a wait until each key reaches a level:
+// ready is tried on a key's account only once [Purgatory.Advance] reports
+// the key at or past its level (and by every CheckAndComplete of the key,
+// whatever its level), as [Purgatory.TryCompleteElseWatchAt] tries an
+// operation. Use it where the waiters of one key wait for different levels
+// of a number that only grows (a fetch for its offset, an index past each
+// waiter's own), so that an Advance tries only those it reached; where every
+// event reaches every waiter of its key (a version's long poll, woken by
+// each change), Wait costs less. Everything else is Wait's.
+func (p *Purgatory[K]) WaitAt(ctx context.Context, timeout time.Duration, ready func() bool, at ...Level[K]) Outcome {
+	if p.mustWait("WaitAt", ctx, ready, len(at) == 0) {
+		panic("purgatory: WaitAt called with no levels; pass purgatory.At(key, level) for each key whose Advance should try ready")
+	}
+	if timeout <= 0 {
+		return p.poll(ready)
+	}
+	w := p.waiters.get()
+	w.ready, w.Timeout, w.Context = ready, timeout, ctx
+	parked, done := p.TryCompleteElseParkAt(w, at...)
+	if done {
+		return Completed
+	}
+	return parked.Wait()
+}
+
+// mustWait panics for Wait's and WaitAt's misuses but one, the call with
+// nothing to watch, which it reports for the caller's own message.
+func (p *Purgatory[K]) mustWait(name string, ctx context.Context, ready func() bool, none bool) bool {
+	p.mustBeNew()
+	switch {
+	case ctx == nil:
+		panic("purgatory: " + name + " called with a nil Context; pass the request's context (r.Context()) or context.Background()")
+	case ready == nil:
+		panic("purgatory: " + name + " called with a nil ready func")
+	}
+	return none
 }
 
 // poll is Wait with no time to wait: one try, at once.

@@ -17,8 +17,9 @@ import (
 // waker ends each wait a test starts: once the purgatory watches one, it
 // makes the wait's news true and checks the key, allocating nothing itself.
 type waker struct {
-	p    *purgatory.Purgatory[string]
-	news atomic.Bool
+	p     *purgatory.Purgatory[string]
+	news  atomic.Bool
+	level atomic.Int64 // a WaitAt's level, which the waker advances the key to; 0: a Wait, checked
 	kick chan struct{}
 	done chan struct{}
 }
@@ -32,7 +33,13 @@ func startWaker(t *testing.T, p *purgatory.Purgatory[string]) *waker {
 				runtime.Gosched()
 			}
 			w.news.Store(true)
-			if p.CheckAndComplete("k") != 1 {
+			n := 0
+			if level := w.level.Load(); level != 0 {
+				n = p.Advance("k", level)
+			} else {
+				n = p.CheckAndComplete("k")
+			}
+			if n != 1 {
 				panic("the wait was not woken")
 			}
 		}
@@ -61,16 +68,29 @@ func TestWaitAllocatesNothing(t *testing.T) {
 		"timed out":     {time.Microsecond, func() { w.news.Store(false) }, purgatory.Expired},
 	}
 	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			allocs := testing.AllocsPerRun(200, func() {
-				tc.before()
-				if out := p.Wait(ctx, tc.timeout, ready, "k"); out != tc.want {
-					t.Fatalf("Wait returned %v, want %v", out, tc.want)
-				}
+		for _, at := range []bool{false, true} {
+			if at {
+				name = "WaitAt, " + name
+			}
+			t.Run(name, func(t *testing.T) {
+				defer w.level.Store(0)
+				allocs := testing.AllocsPerRun(200, func() {
+					tc.before()
+					var out purgatory.Outcome
+					if at { // a level above the last, which the waker's Advance reaches
+						level := w.level.Add(1)
+						out = p.WaitAt(ctx, tc.timeout, ready, purgatory.At("k", level))
+					} else {
+						out = p.Wait(ctx, tc.timeout, ready, "k")
+					}
+					if out != tc.want {
+						t.Fatalf("returned %v, want %v", out, tc.want)
+					}
+				})
+				require.Zero(t, allocs)
+				require.Zero(t, p.Watched())
 			})
-			require.Zero(t, allocs)
-			require.Zero(t, p.Watched())
-		})
+		}
 	}
 }
 
