@@ -20,8 +20,8 @@ type waker struct {
 	p     *purgatory.Purgatory[string]
 	news  atomic.Bool
 	level atomic.Int64 // a WaitAt's level, which the waker advances the key to; 0: a Wait, checked
-	kick chan struct{}
-	done chan struct{}
+	kick  chan struct{}
+	done  chan struct{}
 }
 
 func startWaker(t *testing.T, p *purgatory.Purgatory[string]) *waker {
