@@ -20,8 +20,8 @@ import (
 
 func main() {
 	var (
-		workloads = flag.String("workload", "all", "comma-separated workloads: W1,W2,W2p,W3,W4,W5,W5pair, the sweeps W2sweep, W5sweep, W5keys and W5over, W6, W6sweep, W7, W8, W8ledger, W8pair, W9, W9pair, W9sweep, W9race, W10, W10acq, soak, or all (all but soak)")
-		systems   = flag.String("system", "all", "comma-separated systems: "+strings.Join(timerSystems, ",")+" for W1–W4; "+strings.Join(purgatorySystems, ",")+" for W5; "+strings.Join(levelSystems, ",")+" for W6; "+strings.Join(scalingSystems, ",")+" for W7; "+strings.Join(w8Systems, ",")+" for W8; "+strings.Join(w9Systems, ",")+" for W9; "+strings.Join(w10Systems, ",")+" for W10; or all")
+		workloads = flag.String("workload", "all", "comma-separated workloads: W1,W2,W2p,W3,W4,W5,W5pair, the sweeps W2sweep, W5sweep, W5keys and W5over, W6, W6sweep, W7, W8, W8ledger, W8pair, W9, W9pair, W9sweep, W9race, W10, W10acq, W11, soak, or all (all but soak)")
+		systems   = flag.String("system", "all", "comma-separated systems: "+strings.Join(timerSystems, ",")+" for W1–W4; "+strings.Join(purgatorySystems, ",")+" for W5; "+strings.Join(levelSystems, ",")+" for W6; "+strings.Join(scalingSystems, ",")+" for W7; "+strings.Join(w8Systems, ",")+" for W8; "+strings.Join(w9Systems, ",")+" for W9; "+strings.Join(w10Systems, ",")+" for W10; "+strings.Join(w11Systems, ",")+" for W11; or all")
 		runs      = flag.Int("runs", 3, "processes per (system, workload); medians are reported")
 		quick     = flag.Bool("quick", false, "a hundredth of every size: a seconds-long smoke run")
 		jsonOut   = flag.String("json", "", "write one JSON object per (system, workload, metric) to this file")
@@ -43,12 +43,13 @@ func main() {
 		gs      = flag.Int("goroutines", 0, "internal: W7, W8 and W8pair goroutines")
 		recv    = flag.Int("receivers", 0, "internal: W9 receivers")
 		race    = flag.Bool("race", false, "internal: W9race")
+		shape   = flag.Int("shape", 0, "internal: W11's shape, 0 to 2 (W-A, W-B, W-C)")
 
 		leakBytes      = flag.Int("soak-leak-bytes", 0, "soak: keep this many bytes per request in the bench itself, a leak the soak must catch")
 		leakGoroutines = flag.Int("soak-leak-goroutines", 0, "soak: start this many goroutines a minute that never end, a leak the soak must catch")
 	)
 	flag.Parse()
-	p := params{quick: *quick, parked: *parked, rate: *rate, keys: *keys, duration: *duration, open: *open, goroutines: *gs, receivers: *recv, race: *race, leakBytes: *leakBytes, leakGoroutines: *leakGoroutines}
+	p := params{quick: *quick, parked: *parked, rate: *rate, keys: *keys, duration: *duration, open: *open, goroutines: *gs, receivers: *recv, race: *race, shape: *shape, leakBytes: *leakBytes, leakGoroutines: *leakGoroutines}
 	if *child {
 		if *profile != "" {
 			f, err := os.Create(*profile)
@@ -161,6 +162,8 @@ func runChild(workload, system string, p params) error {
 		r, err = w9pair(system, p)
 	case "W10":
 		r, err = w10(system, p)
+	case "W11":
+		r, err = w11(system, p)
 	case "soak":
 		r, err = soak(p)
 	default:
@@ -213,6 +216,8 @@ func (j job) args(p params) []string {
 	case "W10acq":
 		w = "W10"
 		a = append(a, "-goroutines", strconv.Itoa(j.variant))
+	case "W11":
+		a = append(a, "-shape", strconv.Itoa(j.variant))
 	}
 	if (w == "W5" && j.workload == "W5" || j.workload == "W6" || j.workload == "W9" || w == "soak") && p.duration > 0 {
 		a = append(a, "-duration", p.duration.String())
@@ -229,7 +234,7 @@ func (j job) args(p params) []string {
 	return append(a, "-workload", w)
 }
 
-var allWorkloads = []string{"W1", "W2", "W2p", "W3", "W4", "W5", "W2sweep", "W5sweep", "W5keys", "W5pair", "W5over", "W6", "W6sweep", "W7", "W8", "W8ledger", "W8pair", "W9", "W9pair", "W9sweep", "W9race", "W10", "W10acq"}
+var allWorkloads = []string{"W1", "W2", "W2p", "W3", "W4", "W5", "W2sweep", "W5sweep", "W5keys", "W5pair", "W5over", "W6", "W6sweep", "W7", "W8", "W8ledger", "W8pair", "W9", "W9pair", "W9sweep", "W9race", "W10", "W10acq", "W11"}
 
 // w10Goroutines are W10acq's: uncontended and contended.
 var w10Goroutines = []int{1, 64}
@@ -351,6 +356,8 @@ func makePlan(workloads, systems string, runs int, p params) ([]job, error) {
 			known = w9Systems
 		case strings.HasPrefix(w, "W10"):
 			known = w10Systems
+		case w == "W11":
+			known = w11Systems
 		case w == "W5over":
 			known = overloadSystems
 		case w == "W5pair":
@@ -365,7 +372,7 @@ func makePlan(workloads, systems string, runs int, p params) ([]job, error) {
 			switch {
 			case slices.Contains(known, s), s == floorSystem && strings.HasPrefix(w, "W5"):
 				sys = append(sys, s)
-			case !slices.Contains(timerSystems, s) && !slices.Contains(overloadSystems, s) && !slices.Contains(scalingSystems, s) && !slices.Contains(levelSystems, s) && !slices.Contains(w8Systems, s) && !slices.Contains(w9Systems, s) && !slices.Contains(w10Systems, s) && s != floorSystem:
+			case !slices.Contains(timerSystems, s) && !slices.Contains(overloadSystems, s) && !slices.Contains(scalingSystems, s) && !slices.Contains(levelSystems, s) && !slices.Contains(w8Systems, s) && !slices.Contains(w9Systems, s) && !slices.Contains(w10Systems, s) && !slices.Contains(w11Systems, s) && s != floorSystem:
 				return nil, fmt.Errorf("unknown system %q", s)
 			}
 		}
@@ -395,6 +402,8 @@ func makePlan(workloads, systems string, runs int, p params) ([]job, error) {
 			variants = w9Rates(p) // as W5sweep
 		case "W10acq":
 			variants = w10Goroutines
+		case "W11":
+			variants = []int{0, 1, 2}
 		}
 		for _, v := range variants {
 			for r := range runs {
@@ -463,6 +472,8 @@ func variantText(j job) string {
 		return fmt.Sprintf(" keys=%d", j.variant)
 	case "W7", "W8", "W8pair", "W10acq":
 		return fmt.Sprintf(" G=%d", j.variant)
+	case "W11":
+		return " " + w11Shapes[j.variant].name
 	}
 	return ""
 }

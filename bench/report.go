@@ -191,6 +191,7 @@ var descriptions = map[string]string{
 	"W9":       "hand-off: one key; W receivers, each a goroutine that waits for an item with a 30 s timeout (a timer armed and stopped per wait), takes one, and waits again at once; a producer pushes 100,000 items/s for 10 s. purgatory: the receivers' TryComplete takes the item, operations reused (Recycler), HandOff after each push; purgatory-check: the same with CheckAndComplete, which tries every receiver per push (2 s of pushing at 100,000 receivers); lean-pooled: one mutex, a FIFO list of waiters each with a channel and one reused time.Timer; lean: the same with a new waiter and a time.AfterFunc per wait. CPU is the process's per item delivered; push-to-receive counts from when an item was due to be pushed to when its receiver had it; lost is what was neither delivered nor left queued; an expiry counts against the system when an item had been queued for over 1 ms at the wait's deadline",
 	"W10":      "a pool of 10 connections under stress (issue 51): 64 goroutines acquire with timeouts of U[50 µs, 500 µs], hold for U[0, 100 µs] and release, for 10 s. recipe: docs/api.md's pool as it prints it (w10recipe.go), parked (TryCompleteElsePark under the pool's mutex, Parked.Wait after it; Release pushes and hands off under it), its operations in a sync.Pool, put back once Wait returns; purgatory: the same pool with its operations reused through Recycle, the connection copied out in OnComplete; purgatory-wheel: the same with its timeouts on the wheel (TryCompleteElseWatch, OnComplete answering on a channel), as before the parked form; channel: a buffered channel of the connections, a select with the goroutine's own time.Timer; semaphore: golang.org/x/sync/semaphore's Weighted with a context.WithTimeout per wait. Lateness is how long after its timeout a timed-out acquire returned; acquire wait counts acquires that got a connection; an overtake is an acquire that got a connection before one that began earlier and got one later",
 	"W10acq":   "W10's pools, acquire+release with 30 s timeouts and 10 µs holds, for 5 s, by 64 goroutines (contended) and by 1 (uncontended): CPU is the process's per acquire+release. A hold is a time.Sleep, whose wake-up comes later than asked (about 1 ms on a Linux machine whose timers have millisecond granularity), the same for every pool: it keeps the hold's own CPU out of the pool's",
+	"W11":      "a blocking query (issue 72): a store whose Get(key, min, wait) answers once the key's index passes min or wait ends, and whose Put bumps a key's index and wakes its waiters; 100,000 goroutines loop Get(key, last, wait) on key i mod K while one goroutine Puts to random keys at a fixed rate. W-A: 10,000 keys, 20,000 Puts/s, wait 1 s, 10 s; W-B: 100 keys, 5,000 Puts/s, wait 1 s, 6 s; W-C: 10,000 keys, 100 Puts/s, wait 100 ms, 6 s. wait: purgatory.Wait with a plain watch; parked: TryCompleteElsePark with operations in a sync.Pool, put back once Wait returns; level-parked: the parked form at the level min+1 (TryCompleteElseParkAt), each Put an Advance; channel: Consul's channel per key, closed and replaced by each Put; list: a sharded waiter list, each waiter a one-slot channel and a reused time.Timer. CPU is the process's (getrusage) per Get that returned news (W-A, W-B) or per Get returned (W-C); collections are the runtime's in the measured time; lateness is how long after its wait an expired Get returned; missed counts expired Gets whose key had moved over 1 ms before their wait ended, stale Gets that returned news no newer than min",
 	"W9pair":   "W9 at 10, 1,000 and 100,000 receivers, the purgatory against lean-pooled in one process: 6 pairs of runs of 2 s of pushing each (each system first in every other pair, a new system per run, a collection before it), so that a phase of the machine's speed moves both runs of a pair; a pair's ratios are ours over lean-pooled's CPU per item and push-to-receive p99, and the table gives the median pair's (per process, then the median over processes)",
 	"W9sweep":  "W9 with 1,000 receivers at rising rates, 5 s each; a system stops after the first rate at which a run could not keep up (push-to-receive p50 under 10 ms, and every item delivered within 1 s of the last push)",
 	"W9race":   "W9 with 64 receivers whose timeouts, U[50 µs, 250 µs], race 200,000 pushes at 200,000/s: most waits are short and many expire as items arrive",
@@ -225,7 +226,7 @@ func reference(workload string) string {
 	if strings.HasPrefix(workload, "W9") {
 		return "lean-pooled"
 	}
-	if strings.HasPrefix(workload, "W10") {
+	if strings.HasPrefix(workload, "W10") || workload == "W11" {
 		return "channel"
 	}
 	return "stdlib"
@@ -298,6 +299,9 @@ func markdown(ms metas, keys []key, res map[key][]result, p params) string {
 			}
 			ratioTableBy(&b, ks, res, "cpu_us_per_pair", "CPU per acquire+release", "channel", "goroutines")
 			ratioTableBy(&b, ks, res, "cpu_us_per_pair", "CPU per acquire+release", "semaphore", "goroutines")
+			continue
+		case "W11":
+			w11Table(&b, ks, res)
 			continue
 		case "W5sweep", "W6sweep", "W9sweep":
 			sweepTable(&b, ks, res, "requests/s", "keeps_up", "runs that kept up (median of 1 = all or most)")
@@ -579,4 +583,35 @@ func highestRate(ks []key, res map[key][]result, system string) int {
 		}
 	}
 	return best
+}
+
+// w11Table is W11's: a table per shape, each system's medians with its
+// ratios to the channel peer and the waiter list.
+func w11Table(b *strings.Builder, ks []key, res map[key][]result) {
+	systems := systemsIn(ks)
+	for shape := range w11Shapes {
+		if _, ok := res[key{"W11", shape, "channel"}]; !ok {
+			continue
+		}
+		fmt.Fprintf(b, "%s:\n\n| system | CPU µs per wake | × channel | × list | peak RSS MB | × channel | collections | lateness p50 ms | × channel | p99 ms | expired %% | early | stale | missed |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n", w11Shapes[shape].name)
+		of := func(system, metric string) float64 { return median(values(res[key{"W11", shape, system}], metric)) }
+		ratio := func(system, metric, ref string) string {
+			r := of(ref, metric)
+			if r == 0 || math.IsNaN(r) {
+				return "–"
+			}
+			return fmt.Sprintf("%.2f×", of(system, metric)/r)
+		}
+		for _, sys := range systems {
+			if _, ok := res[key{"W11", shape, sys}]; !ok {
+				continue
+			}
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", sys,
+				format(of(sys, "cpu_us_per_wake")), ratio(sys, "cpu_us_per_wake", "channel"), ratio(sys, "cpu_us_per_wake", "list"),
+				format(of(sys, "peak_rss_mb")), ratio(sys, "peak_rss_mb", "channel"), format(of(sys, "gcs")),
+				format(of(sys, "late_p50_ms")), ratio(sys, "late_p50_ms", "channel"), format(of(sys, "late_p99_ms")),
+				format(of(sys, "expired_pct")), format(of(sys, "early")), format(of(sys, "stale")), format(of(sys, "missed")))
+		}
+		b.WriteString("\n")
+	}
 }

@@ -61,12 +61,12 @@ func (p *Pool) Release(c *Conn) {
 // Expired after wait (at once for a wait of zero: a poll), ContextDone, Closed.
 func (p *Pool) Acquire(ctx context.Context, wait time.Duration) (*Conn, purgatory.Outcome) {
 	p.mu.Lock()
-	if wait <= 0 {
-		defer p.mu.Unlock()
-		if c := p.take(); c != nil {
-			return c, purgatory.Completed
+	if c := p.take(); c != nil || wait <= 0 { // an idle one (no acquire waits, or it would have it), or a poll
+		p.mu.Unlock()
+		if c == nil {
+			return nil, purgatory.Expired
 		}
-		return nil, purgatory.Expired
+		return c, purgatory.Completed
 	}
 	a, _ := p.free.Get().(*acquire)
 	if a == nil {

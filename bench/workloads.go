@@ -32,6 +32,7 @@ type params struct {
 	goroutines int           // W7: goroutines that loop at once
 	receivers  int           // W9: receivers waiting for items
 	race       bool          // W9: W9race's receivers, whose timeouts race the pushes
+	shape      int           // W11: the index of its shape in w11Shapes
 	// soak: a leak of the bench's own, to show the soak fails: bytes kept
 	// per request, goroutines started a minute.
 	leakBytes, leakGoroutines int

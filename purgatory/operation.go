@@ -206,7 +206,9 @@ func (o *Op) madeMore() *more {
 // with a use of it, for a pool of operations (a sync.Pool's Put, or a free
 // list's push): Recycle runs once per use, after its callbacks have returned
 // and nothing of the use can run any more (its timeout's and context's
-// callbacks included), on the goroutine that finished it. From then on the
+// callbacks included), on the goroutine that finished it (for a parked use,
+// the goroutine in Parked.Wait, before it returns; such an operation needs no
+// Recycle to be pooled: see TryCompleteElsePark). From then on the
 // operation may be passed to TryCompleteElseWatch again. Recycle is user code:
 // if it panics, the use is over all the same, and the panic reaches the caller
 // or, on the library's goroutines, is reported as a callback's is. It does not

@@ -137,7 +137,11 @@ func (pk *parking) casUse(g gen) bool {
 // leave is the waiter's rule 4 for use g; token tells whether the waiter has
 // the token already, timed whether it armed the timer for this use.
 func (pk *parking) leave(o *Op, g gen, token, timed bool) {
-	token, pk.own = token || pk.own, false
+	if pk.own { // rule 1's shortcut: the use ended in the add, never watched, so nothing else pins it
+		pk.own = false
+		o.unpin(armedBit)
+		return
+	}
 	if !token && !pk.casUse(g) {
 		<-pk.ended // complete took the use: its token is sent or about to be
 	}

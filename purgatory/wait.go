@@ -22,7 +22,10 @@ import (
 //
 // ready is tried at once, then by every CheckAndComplete, HandOff or Advance
 // of one of keys, as an operation's TryComplete is, on the goroutine that
-// calls it; it must not block. It may take what the wait is for (the next
+// calls it; it must not block. No event is lost between the first try and
+// the watch: ready is tried once more after the wait is watched, so a change
+// made (and checked) in between is seen by that try, and one made after it
+// by the next CheckAndComplete's. It may take what the wait is for (the next
 // job of a queue, say, with HandOff after each push): a ready that returns
 // true ends the wait Completed even if its timeout, ctx or Close comes during
 // that very try (see Operation.TryComplete), so what it took is never lost.

@@ -70,7 +70,9 @@ func (p *Purgatory[K]) HandOff(key K) int {
 // once by TryCompleteElseWatchAt, and at the key's next Advance.
 //
 // As CheckAndComplete: a walk of the key under way on another goroutine (or
-// further up this one) is asked for one more pass and this call returns 0;
+// further up this one) is asked for one more pass and this call returns 0
+// (the level is recorded all the same, at once: that pass tries what it
+// reached);
 // a panic in a callback lets the walk finish before it continues; after
 // Close it returns 0.
 func (p *Purgatory[K]) Advance(key K, level int64) int {
