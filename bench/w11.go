@@ -60,7 +60,7 @@ const w11Waiters = 100_000
 // is past min (false: wait ended first).
 type w11Store interface {
 	get(g *w11Goroutine, key int, min uint64, wait time.Duration) (uint64, bool)
-	put(key int, index uint64)
+	put(key int, index uint64) // stores index as key's, and wakes its waiters
 	close()
 }
 
@@ -70,8 +70,11 @@ type w11Goroutine struct {
 	signal chan struct{} // list's
 }
 
-// w11Index is the keys' indexes, read by every store; each store writes it
-// under its own rules (put's caller has stored the new index before put).
+// w11Index is the keys' indexes, read by every store and written by its put:
+// the channel and the list store under the mutex that orders their wakes,
+// so that no waiter is woken for an index it has seen (a spurious wake,
+// which a Get would count as an expiry before its time); the purgatory
+// stores before it checks the key, which tries each waiter again.
 type w11Index []atomic.Uint64
 
 func newW11Store(name string, keys int, idx w11Index) (w11Store, error) {
@@ -140,6 +143,7 @@ func (s *w11Purgatory) get(_ *w11Goroutine, key int, min uint64, wait time.Durat
 }
 
 func (s *w11Purgatory) put(key int, index uint64) {
+	s.idx[key].Store(index)
 	if s.system == "level-parked" {
 		s.p.Advance(key, int64(index))
 		return
@@ -175,9 +179,10 @@ func (s *w11Channel) get(g *w11Goroutine, key int, min uint64, wait time.Duratio
 	return v, v > min
 }
 
-func (s *w11Channel) put(key int, _ uint64) {
+func (s *w11Channel) put(key int, index uint64) {
 	mu := &s.mu[key%len(s.mu)]
 	mu.Lock()
+	s.idx[key].Store(index)
 	close(s.chans[key])
 	s.chans[key] = make(chan struct{})
 	mu.Unlock()
@@ -230,9 +235,10 @@ func (s *w11List) get(g *w11Goroutine, key int, min uint64, wait time.Duration) 
 	return v, v > min
 }
 
-func (s *w11List) put(key int, _ uint64) {
+func (s *w11List) put(key int, index uint64) {
 	mu := &s.mu[key%len(s.mu)]
 	mu.Lock()
+	s.idx[key].Store(index)
 	for _, w := range s.waiters[key] {
 		w.signal <- struct{}{} // one slot, empty: each waiter is in one list at a time
 	}
@@ -343,7 +349,6 @@ func w11(system string, p params) (result, error) {
 		key := rng.IntN(shape.keys)
 		index++
 		lastPut[key].Store(int64(time.Since(began)))
-		idx[key].Store(index)
 		store.put(key, index)
 	}
 	// Let every goroutine make its first Get (answered at once, index 0 is
@@ -379,7 +384,6 @@ func w11(system string, p params) (result, error) {
 	stop.Store(true)
 	for k := range shape.keys { // end the waits: every key's index moves once more
 		index++
-		idx[k].Store(index)
 		store.put(k, index)
 	}
 	if os.Getenv("W11_TRACE") != "" {
