@@ -338,7 +338,7 @@ func w11(system string, p params) (result, error) {
 			}
 		})
 	}
-	trace := func(what string) {
+	trace := func(what string) { // W11_TRACE=1 prints when each phase ends, to stderr
 		if os.Getenv("W11_TRACE") != "" {
 			fmt.Fprintf(os.Stderr, "w11: %s at %v\n", what, time.Since(began))
 		}
