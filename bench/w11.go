@@ -375,9 +375,7 @@ func w11(system string, p params) (result, error) {
 	}
 	measuring.Store(false)
 	stopProfile()
-	if os.Getenv("W11_TRACE") != "" {
-		fmt.Fprintf(os.Stderr, "w11: measured %v, %d puts\n", time.Since(t0), int(done))
-	}
+	trace(fmt.Sprintf("measured %v, %d puts,", time.Since(t0), int(done)))
 	cpu := cpuTime() - cpu0
 	runtime.ReadMemStats(&ms1)
 	rss := peakRSSMB()
@@ -386,13 +384,9 @@ func w11(system string, p params) (result, error) {
 		index++
 		store.put(k, index)
 	}
-	if os.Getenv("W11_TRACE") != "" {
-		fmt.Fprintf(os.Stderr, "w11: stopped at %v\n", time.Since(t0))
-	}
+	trace("stopped")
 	wg.Wait()
-	if os.Getenv("W11_TRACE") != "" {
-		fmt.Fprintf(os.Stderr, "w11: all ended at %v\n", time.Since(t0))
-	}
+	trace("all ended")
 	store.close()
 	per := c.news.Load()
 	if shape.name == "W-C" {
