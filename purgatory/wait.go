@@ -49,16 +49,7 @@ func (p *Purgatory[K]) Wait(ctx context.Context, timeout time.Duration, ready fu
 	if p.mustWait("Wait", ctx, ready, len(keys) == 0) {
 		panic("purgatory: Wait called with no keys; pass the keys whose CheckAndComplete or HandOff should try ready (a job's ID, say)")
 	}
-	if timeout <= 0 {
-		return p.poll(ready)
-	}
-	w := p.waiters.get()
-	w.ready, w.Timeout, w.Context = ready, timeout, ctx
-	parked, done := p.TryCompleteElsePark(w, keys...)
-	if done {
-		return Completed
-	}
-	return parked.Wait()
+	return p.wait(ctx, timeout, ready, keys, nil)
 }
 
 // WaitAt is [Purgatory.Wait] for a wait until each key reaches a level:
@@ -74,12 +65,24 @@ func (p *Purgatory[K]) WaitAt(ctx context.Context, timeout time.Duration, ready 
 	if p.mustWait("WaitAt", ctx, ready, len(at) == 0) {
 		panic("purgatory: WaitAt called with no levels; pass purgatory.At(key, level) for each key whose Advance should try ready")
 	}
+	return p.wait(ctx, timeout, ready, nil, at)
+}
+
+// wait is Wait's and WaitAt's once their arguments are checked: parked under
+// keys, or at the levels at if there are any.
+func (p *Purgatory[K]) wait(ctx context.Context, timeout time.Duration, ready func() bool, keys []K, at []Level[K]) Outcome {
 	if timeout <= 0 {
 		return p.poll(ready)
 	}
 	w := p.waiters.get()
 	w.ready, w.Timeout, w.Context = ready, timeout, ctx
-	parked, done := p.TryCompleteElseParkAt(w, at...)
+	var parked Parked
+	var done bool
+	if len(at) > 0 {
+		parked, done = p.TryCompleteElseParkAt(w, at...)
+	} else {
+		parked, done = p.TryCompleteElsePark(w, keys...)
+	}
 	if done {
 		return Completed
 	}
