@@ -125,7 +125,8 @@ func TestParkAtMisuse(t *testing.T) {
 	testkit.Misuse(t, "purgatory: ", "nil Operation", func() { p.TryCompleteElseParkAt(nil, purgatory.At("k", 1)) })
 	testkit.Misuse(t, "purgatory: ", "no levels", func() { p.WaitAt(ctx, time.Second, func() bool { return false }) })
 	testkit.Misuse(t, "purgatory: ", "nil ready", func() { p.WaitAt(ctx, time.Second, nil, purgatory.At("k", 1)) })
-	testkit.Misuse(t, "purgatory: ", "nil Context", func() { p.WaitAt(nil, time.Second, func() bool { return false }, purgatory.At("k", 1)) }) //nolint:staticcheck // the misuse under test
+	//lint:ignore SA1012 the misuse under test
+	testkit.Misuse(t, "purgatory: ", "nil Context", func() { p.WaitAt(nil, time.Second, func() bool { return false }, purgatory.At("k", 1)) })
 	q, err := purgatory.New[any]("any")
 	require.NoError(t, err)
 	defer q.Close()
