@@ -206,10 +206,9 @@ func (o *Op) madeMore() *more {
 // with a use of it, for a pool of operations (a sync.Pool's Put, or a free
 // list's push): Recycle runs once per use, after its callbacks have returned
 // and nothing of the use can run any more (its timeout's and context's
-// callbacks included), on the goroutine that finished it (for a parked use,
-// the goroutine in Parked.Wait, before it returns; such an operation needs no
-// Recycle to be pooled: see TryCompleteElsePark). From then on the
-// operation may be passed to TryCompleteElseWatch again. Recycle is user code:
+// callbacks included), on the goroutine that finished it (in Parked.Wait for
+// a parked use, which needs no Recycle to be pooled: TryCompleteElsePark).
+// From then on the operation may be passed again. Recycle is user code:
 // if it panics, the use is over all the same, and the panic reaches the caller
 // or, on the library's goroutines, is reported as a callback's is. It does not
 // run for a use withdrawn because TryComplete panicked, nor for one ended
@@ -304,16 +303,12 @@ func (o *Op) complete(impl Operation, outcome Outcome) {
 	callbacks(impl, outcome)
 }
 
-// finish is complete's last step, once the callbacks have returned or
-// panicked: the ending pin and the pins detach ended go, then the token of a
-// parked use for its waiter (park.go, rule 2): one deferred call, for a second
-// would cost every add+complete. The token comes last so that the waiter,
-// which holds its own pin until it has the token, is mostly the one that
-// makes the use over, and recycles it without a second wake-up (rule 6).
+// finish is complete's last step (one deferred call: a second would cost
+// every add+complete): the ending pin and those detach ended go, then a parked
+// use's token, last, so that its waiter mostly ends the use (park.go, rule 6).
 func (o *Op) finish(pins int64) {
 	g, pk := o.gen(), o.parked() // before the unpin: once over, the operation may be bound again
-	o.unpin(pins)
-	if pk != nil {
+	if o.unpin(pins); pk != nil {
 		pk.endedUse(g)
 	}
 }
