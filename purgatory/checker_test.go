@@ -138,6 +138,9 @@ var cscenarios = []cscenario{
 // model's thirty-one, its six of four paths, and Shutdown against a walk
 // and a parked waiter.
 var longScenarios = []cscenario{
+	// use 0 may end in its own add by its second try (the checker answers the
+	// tries): a token that add's leave failed to take would meet use 1.
+	{name: "park, check, repark", paths: ps(pPark, pCheck, pRepark), keys: keyA, timed: true},
 	{name: "add, reuse, check", paths: ps(pAdd, pReuse, pCheck), keys: keyA, timed: true},
 	{name: "add, check, context", paths: ps(pAdd, pCheck, pContext), keys: keyA, timed: true, context: true},
 	{name: "park, check, check", paths: ps(pPark, pCheck, pCheck), keys: keyA, timed: true},
