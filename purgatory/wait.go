@@ -46,7 +46,7 @@ import (
 // [NoTimeout] waits for ready or ctx only. A nil ctx or ready, or no keys, is
 // a misuse and panics.
 func (p *Purgatory[K]) Wait(ctx context.Context, timeout time.Duration, ready func() bool, keys ...K) Outcome {
-	if p.mustWait("Wait", ctx, ready, len(keys) == 0) {
+	if p.mustWait("Wait", ctx, ready); len(keys) == 0 {
 		panic("purgatory: Wait called with no keys; pass the keys whose CheckAndComplete or HandOff should try ready (a job's ID, say)")
 	}
 	return p.wait(ctx, timeout, ready, keys, nil)
@@ -62,7 +62,7 @@ func (p *Purgatory[K]) Wait(ctx context.Context, timeout time.Duration, ready fu
 // event reaches every waiter of its key (a version's long poll, woken by
 // each change), Wait costs less. Everything else is Wait's.
 func (p *Purgatory[K]) WaitAt(ctx context.Context, timeout time.Duration, ready func() bool, at ...Level[K]) Outcome {
-	if p.mustWait("WaitAt", ctx, ready, len(at) == 0) {
+	if p.mustWait("WaitAt", ctx, ready); len(at) == 0 {
 		panic("purgatory: WaitAt called with no levels; pass purgatory.At(key, level) for each key whose Advance should try ready")
 	}
 	return p.wait(ctx, timeout, ready, nil, at)
@@ -90,8 +90,8 @@ func (p *Purgatory[K]) wait(ctx context.Context, timeout time.Duration, ready fu
 }
 
 // mustWait panics for Wait's and WaitAt's misuses but one, the call with
-// nothing to watch, which it reports for the caller's own message.
-func (p *Purgatory[K]) mustWait(name string, ctx context.Context, ready func() bool, none bool) bool {
+// nothing to watch, whose message is each caller's own.
+func (p *Purgatory[K]) mustWait(name string, ctx context.Context, ready func() bool) {
 	p.mustBeNew()
 	switch {
 	case ctx == nil:
@@ -99,7 +99,6 @@ func (p *Purgatory[K]) mustWait(name string, ctx context.Context, ready func() b
 	case ready == nil:
 		panic("purgatory: " + name + " called with a nil ready func")
 	}
-	return none
 }
 
 // poll is Wait with no time to wait: one try, at once.
