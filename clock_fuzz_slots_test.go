@@ -237,6 +237,11 @@ func (o *fuzzOp) pending() bool {
 	return o.ref == purgatory.Pending
 }
 
+// triesItself reports whether ours is tried by its waiter when its key's
+// bell rings, not by CheckAndComplete's walk: a parked use, or a Wait, under
+// one key (every one here).
+func (o *fuzzOp) triesItself() bool { return o.kind == parkedOp || o.kind == waitCall }
+
 // resident reports whether ours' timeout waits on the wheel: a watched
 // operation's, until it ends.
 func (o *fuzzOp) resident() bool {

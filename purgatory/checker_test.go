@@ -110,6 +110,12 @@ var cscenarios = []cscenario{
 	{name: "add, handoff, forcekey", paths: ps(pAdd, pHandOff, pForceKey), keys: keyA, timed: true},
 	{name: "add, check, close", paths: ps(pAdd, pCheck, pClose), keys: keyA, timed: true},
 	{name: "park, handoff, close", paths: ps(pPark, pHandOff, pClose), keys: keyA, timed: true},
+	// A check rings the parked use's bell, and its waiter tries it (bell.go):
+	// with no timeout, an event it missed leaves it waiting beside an item.
+	{name: "park, push+check, push+check (no timeout)", paths: ps(pPark, pPushCheck, pPushCheck), keys: keyA, handOff: true},
+	{name: "park, check, push+check (no timeout)", paths: ps(pPark, pCheck, pPushCheck), keys: keyA, handOff: true},
+	{name: "park, push+check, force (no timeout)", paths: ps(pPark, pPushCheck, pForce), keys: keyA, handOff: true},
+	{name: "park, push+check, push+handoff (no timeout)", paths: ps(pPark, pPushCheck, pPushHand), keys: keyA, handOff: true},
 	{name: "add, reuse, push+handoff (no timeout)", paths: ps(pAdd, pReuse, pPushHand), keys: keyA, handOff: true},
 	{name: "add, reuse, cancel, push+handoff (no timeout)", paths: ps(pAdd, pReuse, pCancel, pPushHand), keys: keyA, handOff: true},
 	{name: "add, reuse, force, check", paths: ps(pAdd, pReuse, pForce, pCheck), keys: keyA, timed: true},
@@ -125,6 +131,7 @@ var cscenarios = []cscenario{
 	{name: "add, check, force; tries panic", paths: ps(pAdd, pCheck, pForce), keys: keyA, timed: true, panics: true},
 	{name: "add, handoff, check; tries panic", paths: ps(pAdd, pHandOff, pCheck), keys: keyA, timed: true, panics: true},
 	{name: "park, handoff, force; tries panic", paths: ps(pPark, pHandOff, pForce), keys: keyA, timed: true, panics: true},
+	{name: "park, check, force; tries panic", paths: ps(pPark, pCheck, pForce), keys: keyA, timed: true, panics: true},
 	{name: "add with a Locker, check, force", paths: ps(pAdd, pCheck, pForce), keys: keyA, timed: true, locker: true},
 	{name: "add with a Locker, push+handoff, forcekey (no timeout)", paths: ps(pAdd, pPushHand, pForceKey), keys: keyA, handOff: true, locker: true},
 	{name: "add, push+handoff, shutdown (no timeout)", paths: ps(pAdd, pPushHand, pShutdown), keys: keyA, handOff: true},

@@ -46,6 +46,7 @@ type levelState struct {
 	high    int64   // the highest level Advance reported; noLevel before
 	seq     uint64  // watches at a level so far: the order of ties
 	relayed []entry // solo uses whose outcome was left for the walk (relay)
+	bell    *bell   // made at the key's first parked use (heard); nil before
 }
 
 // filter keeps the entries of operations that have not ended, and restores

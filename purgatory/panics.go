@@ -22,7 +22,7 @@ func (c *core) recoverPanic(where string) {
 // a panic from its callbacks.
 func (c *core) closeRecovering(e entry) {
 	defer c.recoverPanic("OnComplete or Recycle of an operation ended by Close")
-	e.op.endAt(e.gen, e.impl, Closed)
+	e.op.endAt(e.use(), e.impl, Closed)
 }
 
 // report runs inside the deferred recovery, so the stack still shows where

@@ -63,6 +63,12 @@ import (
 //     waiter recycles. complete sends rule 2's token after it lets go of
 //     its own pin, so a use ended by another goroutine mostly costs its
 //     waiter one wake-up, not two.
+//  7. A use parked under one plain key is tried by its waiter when a
+//     CheckAndComplete or Advance of the key rings the key's bell, rather
+//     than by their walks, which pass it by: bell.go says why no event is
+//     missed. Its waiter's try is a walk's (the try bit, the settle loop),
+//     and a use it ends is completed on the waiter's goroutine, which then
+//     takes its own token.
 
 // parking is an operation's place to be waited for on its waiter's own
 // goroutine: made at its first TryCompleteElsePark, kept for its later uses.
@@ -81,7 +87,30 @@ type parking struct {
 	// own is set by passedAtOnce (rule 1) and read and cleared by the
 	// waiter's leave, both on the waiter's goroutine.
 	own bool
+	// one says the use is parked under one plain key, so that its waiter
+	// tries it when the key's bell rings (rule 7); bell and ring are that
+	// key's bell and the channel the add listened to (watchAt), nil for
+	// other uses. The add sets them, the waiter reads them.
+	one  bool
+	bell *bell
+	ring <-chan struct{}
 }
+
+// ringing returns the parking of a use that its waiter tries (rule 7),
+// being linked, else nil. Only the add calls it, under the try bit.
+func (o *Op) ringing() *parking {
+	if o.timing != timingParked {
+		return nil
+	}
+	if pk := o.more.park; pk.one {
+		return pk
+	}
+	return nil
+}
+
+// rings reports whether pk, nil for a use not parked, is that of a use its
+// waiter tries (rule 7).
+func (pk *parking) rings() bool { return pk != nil && pk.bell != nil }
 
 // passedAtOnce is rule 1's shortcut, for the add whose first try passed,
 // which holds the try bit: it takes the use back, so that complete sends no
@@ -236,6 +265,7 @@ func (p *Purgatory[K]) TryCompleteElseParkAt(op Operation, at ...Level[K]) (_ Pa
 // arguments are checked.
 func (p *Purgatory[K]) park(op Operation, o *Op, ws *watches[K]) (_ Parked, done bool) {
 	pk := o.parking()
+	pk.one, pk.bell, pk.ring = len(ws.keys) == 1, nil, nil // rule 7
 	var g gen
 	bound, returned := false, false
 	defer func() {
@@ -321,16 +351,56 @@ func (w Parked) Wait() Outcome {
 	if ctx := w.o.Context; ctx != nil {
 		done = ctx.Done()
 	}
-	select {
-	case <-pk.ended:
-		token = true
+	if token = w.await(pk, timeout, done); token {
 		return w.o.Outcome()
-	case <-timeout:
-		w.o.endAt(w.g, w.impl, Expired)
-	case <-done:
-		w.o.endAt(w.g, w.impl, ContextDone)
 	}
 	<-pk.ended // rule 3: the use's end, by this claim or another path's
 	token = true
 	return w.o.Outcome()
+}
+
+// await waits for the use's token, trying the use at each ring of its key's
+// bell (rule 7), and reports true once it has the token; or, when timeout
+// or done comes first, claims the use (rule 3) and reports false.
+func (w Parked) await(pk *parking, timeout <-chan time.Time, done <-chan struct{}) bool {
+	bell := pk.ring // nil unless the waiter tries its use
+	for {
+		select {
+		case <-pk.ended:
+			return true
+		case <-bell:
+			// What came with the ring goes first, in a fixed order, so that
+			// the interleaving checker's schedules replay.
+			switch {
+			case ready(pk.ended):
+				return true
+			case ready(timeout):
+				w.o.endAt(w.g, w.impl, Expired)
+				return false
+			case ready(done):
+				w.o.endAt(w.g, w.impl, ContextDone)
+				return false
+			}
+			if bell = w.wake(pk.bell); bell == nil { // it ended the use: its token is sent
+				<-pk.ended
+				return true
+			}
+			continue
+		case <-timeout:
+			w.o.endAt(w.g, w.impl, Expired)
+		case <-done:
+			w.o.endAt(w.g, w.impl, ContextDone)
+		}
+		return false
+	}
+}
+
+// ready receives from c if it can at once, and reports whether it did.
+func ready[T any](c <-chan T) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }

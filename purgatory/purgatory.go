@@ -153,7 +153,7 @@ func (p *Purgatory[K]) tryElseWatch(op Operation, o *Op, w *watches[K], pk *park
 	}
 	solo := false
 	if !ok {
-		solo = w.link(&p.watchers, o) == 1 // from now on, only its key's walk tries it
+		solo = w.link(&p.watchers, o) == 1 && !pk.rings() // from now on, only its key's walk tries it (or its waiter: bell.go)
 		if ok = try.try(); !ok && !o.decided() && pk == nil {
 			o.arm()
 		}

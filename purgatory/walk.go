@@ -240,6 +240,9 @@ func (w *tryWalk[K]) tryEach() {
 		var no bool
 		s := e.op.load() // not a method of Op's that returns both: it would not inline
 		if st := walkStep(s, e.gen); st != stepSolo {
+			if st == stepDead && e.gen&ringsMark != 0 { // its waiter tries it (bell.go)
+				st, e = w.rung(s, e)
+			}
 			no = w.try(e, st)
 		} else if lockedIn(s) {
 			no = w.trySolo(e, e.op.runTryLocked(e.impl))
@@ -345,7 +348,7 @@ func (w *endWalk) run() {
 	for w.next < len(w.ops) {
 		e := w.ops[w.next]
 		w.next++
-		if e.op.endAt(e.gen, e.impl, w.outcome) {
+		if e.op.endAt(e.use(), e.impl, w.outcome) {
 			w.ops[w.won] = e
 			w.won++
 		}
@@ -376,8 +379,12 @@ func (s *shards[K]) enter(key K, level int64, kind walkKind) (*watchList[K], []e
 	if l == nil {
 		return nil, nil
 	}
-	if kind == walkHandOff && !l.walked() {
-		l.trimFront() // what the last hand-off completed, left for this one
+	if kind == walkHandOff {
+		if !l.walked() {
+			l.trimFront() // what the last hand-off completed, left for this one
+		}
+	} else {
+		l.ring() // the parked waiters try their own (bell.go)
 	}
 	l.reach(level)
 	ops := l.ops()

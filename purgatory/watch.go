@@ -203,7 +203,13 @@ func (s *shards[K]) watchAt(o *Op, key K, level int64) bool {
 		m.places = append(m.places, l)
 		s.stats.addExtra(1)
 	}
-	l.linkAt(o, level)
+	if pk := o.ringing(); pk != nil {
+		pk.bell = l.heard()
+		pk.ring = pk.bell.listen() // before the add's second try (bell.go, step 2)
+		l.link(o, ringsMark)
+	} else {
+		l.linkAt(o, level)
+	}
 	sh.mu.Unlock()
 	return true
 }

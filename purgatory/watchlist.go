@@ -194,7 +194,7 @@ type entry struct {
 
 // live reports whether the entry's use is the operation's current one and
 // pending.
-func (e entry) live() bool { return e.op.live(e.gen) }
+func (e entry) live() bool { return e.op.live(e.use()) }
 
 // oneEntry is one entry in watchList.count, whose high 32 bits count the
 // entries and low 32 bits the dead among them, so that a drop reads both in
@@ -215,10 +215,11 @@ func anyDead(count int64) bool {
 	return dead > 0
 }
 
-// link appends o. The caller holds the shard's mutex.
-func (l *watchList[K]) link(o *Op) {
+// link appends o (with mark: ringsMark or none). The caller holds the
+// shard's mutex.
+func (l *watchList[K]) link(o *Op, mark gen) {
 	l.makeRoom()
-	l.push(entry{o.impl, o, o.gen()})
+	l.push(entry{o.impl, o, o.gen() | mark})
 	l.count.Add(oneEntry)
 }
 
@@ -227,7 +228,7 @@ func (l *watchList[K]) link(o *Op) {
 // mutex.
 func (l *watchList[K]) linkAt(o *Op, level int64) {
 	if level == noLevel || l.lv != nil && level <= l.lv.high {
-		l.link(o)
+		l.link(o, 0)
 		return
 	}
 	lv := l.levelsMade()
