@@ -182,9 +182,11 @@ func (w *cworld) undone() {
 	}
 }
 
-// park is TryCompleteElsePark of use 0, and its Wait.
+// park is TryCompleteElsePark of use 0, and its Wait. Untimed, the wait
+// ends only by an event, a claim or Stop: a ring it missed leaves it
+// blocked for good (the bell's scenarios), where a timeout would hide it.
 func (w *cworld) park(sc *cscenario) {
-	w.prepare(true, sc.ctx)
+	w.prepare(sc.timed, sc.ctx)
 	defer w.undone()
 	var g gen // use 0, or use 1 once use 0 is recycled (pRepark)
 	if w.second.Load() {

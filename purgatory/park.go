@@ -209,7 +209,17 @@ type Parked struct {
 // than three (through the wheel's driver and a worker).
 //
 // So call it under the lock that guards what TryComplete takes (as
-// TryCompleteElseWatch), then unlock, then Wait. Until Wait is called,
+// TryCompleteElseWatch), then unlock, then Wait.
+//
+// An operation parked under one key is tried by its waiter, inside Wait,
+// when a CheckAndComplete or Advance of the key wakes it: with Op.Locker
+// held if set, and with no lock of the caller of CheckAndComplete's. Its
+// TryComplete must therefore take what guards what it reads (or set
+// Op.Locker to that lock), unless the key is only ever walked by HandOff,
+// which tries its operations itself, in its turn, first come, first served
+// (a queue's or a pool's release under its mutex). An operation parked
+// under several keys, or at levels, is tried by the walks, as a watched one
+// is. Until Wait is called,
 // op's timeout does not run: an operation nobody waits for stays watched
 // until an event, ForceComplete, Close or CancelForKey ends it. Use
 // TryCompleteElseWatch for operations that nobody parks on (a request

@@ -22,7 +22,10 @@ import (
 //
 // ready is tried at once, then by every CheckAndComplete, HandOff or Advance
 // of one of keys, as an operation's TryComplete is, on the goroutine that
-// calls it; it must not block. No event is lost between the first try and
+// calls it; it must not block. With one key, CheckAndComplete and Advance
+// wake the wait instead, and ready is tried on the goroutine that called
+// Wait ([Purgatory.TryCompleteElsePark]): with several waits on a key, the
+// walk closes one channel, not one try per wait. No event is lost between the first try and
 // the watch: ready is tried once more after the wait is watched, so a change
 // made (and checked) in between is seen by that try, and one made after it
 // by the next CheckAndComplete's. It may take what the wait is for (the next

@@ -22,6 +22,14 @@ import "github.com/purgatory-go/purgatory/internal/sched"
 // key once more before it ends, and this call returns 0. It returns 0 after
 // Close.
 //
+// An operation parked under key alone (TryCompleteElsePark or Wait with one
+// key) is not tried here: this call wakes its waiter, with one close of a
+// channel for all of the key's, and the waiter tries it in Parked.Wait, on
+// its own goroutine, as a goroutine woken by a condition variable checks its
+// condition (bell.go). So the broadcast costs what closing a channel costs,
+// the tries run on as many cores as there are waiters to wake, and this call
+// neither waits for nor counts them.
+//
 // If a callback panics (TryComplete, OnComplete, OnExpiration or the
 // Observer), the operations after it are still tried, and then the panic
 // continues. An operation whose TryComplete panicked stays watched, with its
@@ -74,7 +82,8 @@ func (p *Purgatory[K]) HandOff(key K) int {
 // (the level is recorded all the same, at once: that pass tries what it
 // reached);
 // a panic in a callback lets the walk finish before it continues; after
-// Close it returns 0.
+// Close it returns 0; an operation parked under key alone is woken to try
+// itself, and not counted.
 func (p *Purgatory[K]) Advance(key K, level int64) int {
 	return p.walkKey(key, level, walkReady)
 }
