@@ -136,10 +136,11 @@ func (l *watchList[K]) ring() {
 
 // wake is a waiter's turn after a ring (step 3): it tries its use, and
 // returns the channel to listen to next, nil if the try ended the use.
-func (w Parked) wake(b *bell) <-chan struct{} {
+func (w Parked) wake(pk *parking) <-chan struct{} {
+	b := pk.bell
 	for {
 		n := b.rings()
-		if w.tryHere() {
+		if w.tryHere(pk) {
 			return nil
 		}
 		c := b.listen()
@@ -150,16 +151,19 @@ func (w Parked) wake(b *bell) <-chan struct{} {
 }
 
 // tryHere is the waiter's own try of its use, under the try bit, as a walk
-// makes it: it reports whether it ended the use. If TryComplete panics, the
-// use is withdrawn as TryCompleteElsePark's own is (unless an outcome was
-// left for the try, which then ends it), and the panic reaches Wait's caller.
-func (w Parked) tryHere() (ended bool) {
+// makes it: it reports whether it ended the use. A use it ends it takes
+// back from its parking first (took), so that complete sends it no token,
+// as rule 1's shortcut does. If TryComplete panics, the use is withdrawn as
+// TryCompleteElsePark's own is (unless an outcome was left for the try,
+// which then ends it), and the panic reaches Wait's caller.
+func (w Parked) tryHere(pk *parking) (ended bool) {
 	o, impl := w.o, w.impl
 	switch o.acquire(w.g) {
 	case acquirePassed:
 		return false // ended, or its holder tries it once more
 	case acquireLeft:
 		if out := o.apply(w.g); out != Pending {
+			pk.took = pk.casUse(w.g)
 			o.complete(impl, out)
 			return true
 		}
@@ -174,6 +178,7 @@ func (w Parked) tryHere() (ended bool) {
 	r, out, _ := o.tryHeld(impl, o.runTry(impl), 0)
 	held = false
 	if r == settleWon || r == settleApplied {
+		pk.took = pk.casUse(w.g)
 		o.complete(impl, out)
 		return true
 	}

@@ -87,6 +87,10 @@ type parking struct {
 	// own is set by passedAtOnce (rule 1) and read and cleared by the
 	// waiter's leave, both on the waiter's goroutine.
 	own bool
+	// took is set by the waiter's own try when it ended the use and took
+	// it back (rule 7), so that no token comes; read and cleared by its
+	// leave.
+	took bool
 	// one says the use is parked under one plain key, so that its waiter
 	// tries it when the key's bell rings (rule 7); bell and ring are that
 	// key's bell and the channel the add listened to (watchAt), nil for
@@ -171,7 +175,9 @@ func (pk *parking) leave(o *Op, g gen, token, timed bool) {
 		o.unpin(armedBit)
 		return
 	}
-	if !token && !pk.casUse(g) {
+	if token || pk.took {
+		pk.took = false // the use is the waiter's: no token comes (rule 7)
+	} else if !pk.casUse(g) {
 		<-pk.ended // complete took the use: its token is sent or about to be
 	}
 	if timed {
@@ -219,9 +225,12 @@ type Parked struct {
 // which tries its operations itself, in its turn, first come, first served
 // (a queue's or a pool's release under its mutex). An operation parked
 // under several keys, or at levels, is tried by the walks, as a watched one
-// is. Until Wait is called,
-// op's timeout does not run: an operation nobody waits for stays watched
-// until an event, ForceComplete, Close or CancelForKey ends it. Use
+// is.
+//
+// Until Wait is called, op's timeout does not run, and under one key
+// neither do the tries that CheckAndComplete and Advance wake: an operation
+// nobody waits for stays watched until a walk that tries it, ForceComplete,
+// Close or CancelForKey ends it. Use
 // TryCompleteElseWatch for operations that nobody parks on (a request
 // answered from a callback, examples/redis's blocked clients), and this
 // for those that a goroutine waits for anyway.
@@ -379,20 +388,11 @@ func (w Parked) await(pk *parking, timeout <-chan time.Time, done <-chan struct{
 		case <-pk.ended:
 			return true
 		case <-bell:
-			// What came with the ring goes first, in a fixed order, so that
-			// the interleaving checker's schedules replay.
-			switch {
-			case ready(pk.ended):
-				return true
-			case ready(timeout):
-				w.o.endAt(w.g, w.impl, Expired)
-				return false
-			case ready(done):
-				w.o.endAt(w.g, w.impl, ContextDone)
-				return false
-			}
-			if bell = w.wake(pk.bell); bell == nil { // it ended the use: its token is sent
+			if pk.use.Load() == 0 { // the use ended, and its token came with the ring: as if it came first
 				<-pk.ended
+				return true
+			}
+			if bell = w.wake(pk); bell == nil { // it ended the use, and took it: no token comes
 				return true
 			}
 			continue
@@ -401,16 +401,6 @@ func (w Parked) await(pk *parking, timeout <-chan time.Time, done <-chan struct{
 		case <-done:
 			w.o.endAt(w.g, w.impl, ContextDone)
 		}
-		return false
-	}
-}
-
-// ready receives from c if it can at once, and reports whether it did.
-func ready[T any](c <-chan T) bool {
-	select {
-	case <-c:
-		return true
-	default:
 		return false
 	}
 }
