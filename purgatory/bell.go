@@ -6,8 +6,8 @@ import (
 	"github.com/purgatory-go/purgatory/internal/sched"
 )
 
-// The bell: how a broadcast reaches parked waiters for what closing a
-// channel costs (issue 72). A use parked under one plain key
+// The bell: how a broadcast reaches a key's parked waiters with one close of
+// a channel (issue 72). A use parked under one plain key
 // (TryCompleteElsePark with one key) is tried by its own waiter, on its own
 // goroutine, not by the walks that broadcast: CheckAndComplete and Advance
 // ring the key's bell, one close(ch) for all the key's parked waiters, and

@@ -26,9 +26,9 @@ import "github.com/purgatory-go/purgatory/internal/sched"
 // key) is not tried here: this call wakes its waiter, with one close of a
 // channel for all of the key's, and the waiter tries it in Parked.Wait, on
 // its own goroutine, as a goroutine woken by a condition variable checks its
-// condition (bell.go). So the broadcast costs what closing a channel costs,
-// the tries run on as many cores as there are waiters to wake, and this call
-// neither waits for nor counts them.
+// condition (bell.go). So this call pays one close and a pass over their
+// entries, the tries run on as many cores as there are waiters to wake, and
+// this call neither waits for nor counts them.
 //
 // If a callback panics (TryComplete, OnComplete, OnExpiration or the
 // Observer), the operations after it are still tried, and then the panic
