@@ -153,22 +153,32 @@ func (w Parked) wake(pk *parking) <-chan struct{} {
 // tryHere is the waiter's own try of its use, under the try bit, as a walk
 // makes it: it reports whether it ended the use. A use it ends it takes
 // back from its parking first (took), so that complete sends it no token,
-// as rule 1's shortcut does. If TryComplete panics, the use is withdrawn as
-// TryCompleteElsePark's own is (unless an outcome was left for the try,
-// which then ends it), and the panic reaches Wait's caller.
+// as rule 1's shortcut does.
 func (w Parked) tryHere(pk *parking) (ended bool) {
-	o, impl := w.o, w.impl
-	switch o.acquire(w.g) {
+	var out Outcome
+	switch w.o.acquire(w.g) {
 	case acquirePassed:
 		return false // ended, or its holder tries it once more
 	case acquireLeft:
-		if out := o.apply(w.g); out != Pending {
-			pk.took = pk.casUse(w.g)
-			o.complete(impl, out)
-			return true
-		}
+		out = w.o.apply(w.g)
+	default:
+		out = w.tried()
+	}
+	if out == Pending {
 		return false
 	}
+	pk.took = pk.casUse(w.g)
+	w.o.complete(w.impl, out)
+	return true
+}
+
+// tried runs TryComplete with the try bit held, settles it, and returns the
+// outcome to complete the use with: Completed, one left for the try, or
+// Pending if the use goes on. If TryComplete panics, the use is withdrawn as
+// TryCompleteElsePark's own is (unless an outcome was left for the try,
+// which then ends it), and the panic reaches Wait's caller.
+func (w Parked) tried() Outcome {
+	o, impl := w.o, w.impl
 	held := true
 	defer func() {
 		if held {
@@ -178,9 +188,7 @@ func (w Parked) tryHere(pk *parking) (ended bool) {
 	r, out, _ := o.tryHeld(impl, o.runTry(impl), 0)
 	held = false
 	if r == settleWon || r == settleApplied {
-		pk.took = pk.casUse(w.g)
-		o.complete(impl, out)
-		return true
+		return out
 	}
-	return false
+	return Pending
 }
